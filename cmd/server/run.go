@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/vigilhq/vigil/internal/config"
+	"github.com/vigilhq/vigil/internal/demotarget"
+	"github.com/vigilhq/vigil/internal/localpg"
+	"github.com/vigilhq/vigil/internal/monitoring"
+	"github.com/vigilhq/vigil/internal/version"
+	"github.com/vigilhq/vigil/internal/web"
+	"github.com/vigilhq/vigil/migrations"
+)
+
+const usage = `Usage:
+  server [flags]              run a replica: web UI + API, producer, workers
+  server migrate [flags]      apply migrations and exit
+  server demo-target [-addr]  a local HTTP target (/ok /fail /slow /flap) to try Vigil against
+  server db-stop [flags]      stop the embedded PostgreSQL under -data-dir
+
+Run "server -h" for the flags.
+`
+
+// Exit codes: 0 done, 1 runtime failure, 2 bad usage or configuration.
+func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+	cmd := ""
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "":
+		return runServer(ctx, args, env, stderr)
+	case "migrate":
+		return runMigrate(ctx, args, env, stderr)
+	case "demo-target":
+		return runDemoTarget(ctx, args, env, stderr)
+	case "db-stop":
+		return runDBStop(ctx, args, env, stderr)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usage)
+	return 2
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "vigil:", err)
+	if errors.Is(err, errUsage) || errors.As(err, new(*config.ValidationError)) || errors.Is(err, errConfig) {
+		return 2
+	}
+	return 1
+}
+
+var errConfig = errors.New("configuration error")
+
+func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
+	s, _, err := parseSettings("server", args, env, stderr)
+	if err != nil {
+		return exitCode(err, stderr)
+	}
+	log := newLogger(stderr, s.LogLevel).With("instance", s.Instance)
+
+	// The config is checked before anything touches the database, so a bad
+	// file changes nothing.
+	cfg, err := loadConfig(s)
+	if err != nil {
+		return exitCode(err, stderr)
+	}
+	pool, err := openDatabase(ctx, s, cfg, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0
+		}
+		return exitCode(err, stderr)
+	}
+	defer pool.Close()
+	store := monitoring.NewStore(pool)
+	if cfg != nil {
+		groups, services := configSpecs(cfg)
+		sum, err := store.SyncConfig(ctx, groups, services)
+		if err != nil {
+			return exitCode(err, stderr)
+		}
+		log.Info("config synced", "path", s.ConfigPath, "services", len(services), "changed", sum.Upserted, "retired", sum.Retired)
+	} else {
+		cfg = config.Default()
+		log.Info("no config file; watching the services already in the database (pass -config or create ./vigil.yaml)")
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vigil_build_info", Help: "Version and instance of this replica."}, []string{"version", "instance"})
+	buildInfo.WithLabelValues(version.String(), s.Instance).Set(1)
+	reg.MustRegister(buildInfo, monitoring.NewQueueCollector(store))
+	metrics := monitoring.NewMetrics(reg)
+
+	sc := cfg.Scheduler
+	sched := monitoring.NewScheduler(store, monitoring.NewHTTPProber(min(5*time.Second, sc.Lease/2)), monitoring.SchedulerConfig{
+		Instance:         monitoring.Instance{Name: s.Instance, Addr: s.Addr, Version: version.String()},
+		Workers:          sc.Workers,
+		Lease:            sc.Lease,
+		Poll:             sc.Poll,
+		MaxAttempts:      sc.MaxAttempts,
+		RetryBase:        sc.RetryBase,
+		RetryCap:         sc.RetryCap,
+		FailureThreshold: cfg.Alerts.FailureThreshold,
+	}, metrics, log)
+
+	e := web.New(web.Options{Store: store, Gatherer: reg, Logger: log, Instance: s.Instance})
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return exitCode(fmt.Errorf("listen on %s: %w (is another replica using this port? pick another with -addr)", s.Addr, err), stderr)
+	}
+	srvErr := make(chan error, 1)
+	go func() {
+		e.Listener = ln
+		srvErr <- e.Start("")
+	}()
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		_ = sched.Run(ctx)
+	}()
+	log.Info("vigil replica started", "addr", ln.Addr().String(), "version", version.String())
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-srvErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			runErr = fmt.Errorf("http server: %w", err)
+		}
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = e.Shutdown(shutCtx)
+	// Stop the workers (they release unfinished jobs), then close the pool.
+	<-schedDone
+	log.Info("stopped")
+	if runErr != nil {
+		return exitCode(runErr, stderr)
+	}
+	return 0
+}
+
+func loadConfig(s settings) (*config.Config, error) {
+	if s.ConfigPath == "" {
+		return nil, nil
+	}
+	cfg, err := config.Load(s.ConfigPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errConfig, err)
+	}
+	return cfg, nil
+}
+
+func configSpecs(cfg *config.Config) ([]string, []monitoring.ServiceSpec) {
+	groups := make([]string, 0, len(cfg.Groups))
+	for _, g := range cfg.Groups {
+		groups = append(groups, g.Name)
+	}
+	services := make([]monitoring.ServiceSpec, 0, len(cfg.Services))
+	for _, svc := range cfg.Services {
+		services = append(services, monitoring.ServiceSpec{
+			Name: svc.Name, Group: svc.Group, URL: svc.URL,
+			Interval: svc.Interval, Timeout: svc.Timeout, Enabled: svc.Enabled,
+		})
+	}
+	return groups, services
+}
+
+// openDatabase finds or starts the database, applies migrations and returns a
+// pool. While the database is unreachable it keeps trying with backoff
+// rather than exiting, so replicas can start before PostgreSQL does.
+func openDatabase(ctx context.Context, s settings, cfg *config.Config, log *slog.Logger) (*pgxpool.Pool, error) {
+	url := s.DatabaseURL
+	if url == "" {
+		var err error
+		url, err = localpg.Ensure(ctx, localpg.Options{DataDir: s.DataDir, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("embedded PostgreSQL: %w", err)
+		}
+		log.Info("using embedded PostgreSQL", "data_dir", s.DataDir, "url", url)
+	}
+	poolCfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: DATABASE_URL: %v", errUsage, err)
+	}
+	// Every statement is bounded; claims skip locked rows, so a lock wait means
+	// something is wrong and should fail rather than pile up.
+	poolCfg.ConnConfig.RuntimeParams["statement_timeout"] = "30000"
+	poolCfg.ConnConfig.RuntimeParams["lock_timeout"] = "10000"
+	poolCfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "60000"
+	poolCfg.ConnConfig.RuntimeParams["application_name"] = "vigil " + s.Instance
+	workers := 8
+	if cfg != nil {
+		workers = cfg.Scheduler.Workers
+	}
+	poolCfg.MaxConns = int32(min(workers+8, 64))
+
+	backoff := 500 * time.Millisecond
+	logged := false
+	for {
+		err = migrations.Up(url)
+		if err == nil {
+			break
+		}
+		if !logged {
+			log.Error("database not ready; retrying", "err", err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return pool, nil
+}
+
+func runMigrate(ctx context.Context, args, env []string, stderr io.Writer) int {
+	s, _, err := parseSettings("server migrate", args, env, stderr)
+	if err != nil {
+		return exitCode(err, stderr)
+	}
+	log := newLogger(stderr, s.LogLevel)
+	url := s.DatabaseURL
+	if url == "" {
+		if url, err = localpg.Ensure(ctx, localpg.Options{DataDir: s.DataDir, Logger: log}); err != nil {
+			return exitCode(fmt.Errorf("embedded PostgreSQL: %w", err), stderr)
+		}
+	}
+	if err := migrations.Up(url); err != nil {
+		return exitCode(err, stderr)
+	}
+	log.Info("migrations applied", "version", migrations.Latest())
+	return 0
+}
+
+func runDBStop(ctx context.Context, args, env []string, stderr io.Writer) int {
+	s, _, err := parseSettings("server db-stop", args, env, stderr)
+	if err != nil {
+		return exitCode(err, stderr)
+	}
+	return exitCode(localpg.Stop(ctx, s.DataDir), stderr)
+}
+
+func runDemoTarget(ctx context.Context, args, env []string, stderr io.Writer) int {
+	vars := envMap(env)
+	addr := vars["VIGIL_DEMO_ADDR"]
+	if addr == "" {
+		addr = ":8081"
+	}
+	fs := newFlagSet("server demo-target", stderr)
+	fs.StringVar(&addr, "addr", addr, "listen address (env VIGIL_DEMO_ADDR)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	return exitCode(demotarget.Serve(ctx, addr, newLogger(stderr, "info")), stderr)
+}

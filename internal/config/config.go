@@ -1,0 +1,136 @@
+// Package config reads Vigil's services file: the scheduler's tuning, the service groups,
+// the services to probe and where to send alerts.
+//
+// The file is YAML and is read strictly. An unknown key, a number where a duration belongs or
+// a URL Vigil cannot probe is rejected, because in a monitor a typo that is silently ignored
+// is a check that never runs. Every problem names the field, the service (or group, or
+// webhook) by name, the line, and the fix, and Parse reports all of them at once so an
+// operator can repair the file in one pass.
+//
+// Anchors, aliases and merge keys (<<: *defaults) work inside the known sections; a key that
+// arrives through a merge is checked like one written in place.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Defaults and limits. The limits keep a typo (workers: 80000, poll: 1ms) from turning into
+// a load test of the database.
+const (
+	DefaultLease       = 30 * time.Second
+	DefaultMaxAttempts = 3
+	DefaultRetryBase   = 5 * time.Second
+	DefaultRetryCap    = 60 * time.Second
+	DefaultWorkers     = 8
+	DefaultPoll        = time.Second
+
+	DefaultInterval         = 30 * time.Second
+	DefaultTimeout          = 5 * time.Second
+	DefaultFailureThreshold = 1
+
+	minLease       = time.Second
+	maxMaxAttempts = 20
+	maxWorkers     = 10000
+	minPoll        = 10 * time.Millisecond
+	minInterval    = time.Second
+	maxNameLength  = 200 // characters, not bytes
+)
+
+// Config is the whole services file after defaults are applied.
+type Config struct {
+	Scheduler Scheduler
+	Groups    []Group
+	Services  []Service
+	Alerts    Alerts
+}
+
+// Scheduler tunes how replicas share the job table.
+type Scheduler struct {
+	Lease       time.Duration // how long a claim is held; default 30s, at least 1s
+	MaxAttempts int           // tries before a job is FAILED; default 3, 1..20
+	RetryBase   time.Duration // first retry backoff; default 5s, more than 0
+	RetryCap    time.Duration // backoff ceiling; default 60s, at least RetryBase
+	Workers     int           // concurrent probes per replica; default 8, 1..10000
+	Poll        time.Duration // how often an idle worker looks for jobs; default 1s, at least 10ms
+}
+
+// DefaultTimeout is the probe timeout of a service that sets none: 5s, or half the lease
+// when the lease is 5s or shorter, because a probe must end before its lease does or another
+// replica would claim the job and probe again.
+func (s Scheduler) DefaultTimeout() time.Duration {
+	if s.Lease <= DefaultTimeout {
+		return s.Lease / 2
+	}
+	return DefaultTimeout
+}
+
+// Group is a heading on the dashboard that services can be filed under.
+type Group struct {
+	Name string
+}
+
+// Service is one HTTP endpoint to probe.
+//
+// Name is free text (spaces and any printable character are allowed) because the web layer
+// path-escapes it in /services/{name}. It must be non-empty, at most 200 characters, without
+// control characters or surrounding spaces, and not "." or "..", which no URL path keeps.
+// Names are compared exactly, so "Inventory" and "inventory" are two services.
+type Service struct {
+	Name     string
+	Group    string        // "" for ungrouped; otherwise must name an entry of Config.Groups
+	URL      string        // http or https, with a host
+	Interval time.Duration // slot length; default 30s, at least 1s, whole seconds
+	Timeout  time.Duration // probe timeout; more than 0 and shorter than Scheduler.Lease
+	Enabled  bool          // default true; a disabled service keeps its history but gets no jobs
+}
+
+// Alerts says when and where status changes are announced.
+type Alerts struct {
+	FailureThreshold int // consecutive DOWN results before a DOWN alert; default 1, at least 1
+	Webhooks         []Webhook
+}
+
+// Webhook is an endpoint that receives alerts as HTTP POSTs.
+type Webhook struct {
+	Name string
+	URL  string // http or https, with a host
+}
+
+// Default returns the configuration of an empty file: default scheduler and alert settings,
+// no groups, services or webhooks.
+func Default() *Config {
+	return &Config{
+		Scheduler: Scheduler{
+			Lease:       DefaultLease,
+			MaxAttempts: DefaultMaxAttempts,
+			RetryBase:   DefaultRetryBase,
+			RetryCap:    DefaultRetryCap,
+			Workers:     DefaultWorkers,
+			Poll:        DefaultPoll,
+		},
+		Alerts: Alerts{FailureThreshold: DefaultFailureThreshold},
+	}
+}
+
+// Load reads the services file at path and parses it with Parse. A *ValidationError it
+// returns has File set, so every line of its message starts with the path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err) // *fs.PathError already names the path
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		var invalid *ValidationError
+		if errors.As(err, &invalid) {
+			invalid.File = path
+			return nil, invalid
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}

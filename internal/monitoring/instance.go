@@ -1,0 +1,50 @@
+package monitoring
+
+import (
+	"context"
+	"fmt"
+)
+
+// Instance is one running replica as it announces itself in vigil_instance.
+type Instance struct {
+	Name    string
+	Addr    string
+	Version string
+}
+
+// RegisterInstance records a replica's start on the DB clock. A restarted
+// replica with the same name takes its row over.
+func (s *Store) RegisterInstance(ctx context.Context, in Instance) error {
+	const q = `
+INSERT INTO vigil_instance (name, addr, version, started_at, heartbeat_at)
+VALUES ($1, $2, $3, clock_timestamp(), clock_timestamp())
+ON CONFLICT (name) DO UPDATE SET addr = EXCLUDED.addr, version = EXCLUDED.version,
+    started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = NULL`
+	if _, err := s.pool.Exec(ctx, q, in.Name, in.Addr, in.Version); err != nil {
+		return fmt.Errorf("register instance %q: %w", in.Name, err)
+	}
+	return nil
+}
+
+// Heartbeat marks the replica alive now; it re-registers the row if it went
+// missing (e.g. the database was restored).
+func (s *Store) Heartbeat(ctx context.Context, in Instance) error {
+	const q = `UPDATE vigil_instance SET heartbeat_at = clock_timestamp(), stopped_at = NULL WHERE name = $1`
+	tag, err := s.pool.Exec(ctx, q, in.Name)
+	if err != nil {
+		return fmt.Errorf("heartbeat %q: %w", in.Name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.RegisterInstance(ctx, in)
+	}
+	return nil
+}
+
+// MarkInstanceStopped records a graceful stop.
+func (s *Store) MarkInstanceStopped(ctx context.Context, name string) error {
+	const q = `UPDATE vigil_instance SET stopped_at = clock_timestamp(), heartbeat_at = clock_timestamp() WHERE name = $1`
+	if _, err := s.pool.Exec(ctx, q, name); err != nil {
+		return fmt.Errorf("mark instance %q stopped: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# make demo: the demo target on :8081 and two Vigil replicas on :8080 and :8082,
+# sharing one embedded PostgreSQL under ./.vigil. Ctrl-C stops all three (the
+# embedded PostgreSQL keeps running for the next start; `make db-stop` stops it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p bin
+go build -o bin/vigil ./cmd/server
+
+pids=()
+cleanup() {
+	trap - INT TERM EXIT
+	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup INT TERM EXIT
+
+bin/vigil demo-target -addr 127.0.0.1:8081 &
+pids+=($!)
+bin/vigil -addr :8080 -instance replica-8080 -config demo/vigil.yaml &
+pids+=($!)
+bin/vigil -addr :8082 -instance replica-8082 -config demo/vigil.yaml &
+pids+=($!)
+echo "demo: open http://localhost:8080 and http://localhost:8082 (Ctrl-C to stop)"
+wait -n "${pids[@]}" || true
