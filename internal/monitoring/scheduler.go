@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -122,8 +123,6 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // produce creates the current slot's jobs every tick, fails jobs whose last
 // lease expired, and keeps the heartbeat.
 func (s *Scheduler) produce(ctx context.Context) {
-	tick := time.NewTicker(s.cfg.ProducerEvery)
-	defer tick.Stop()
 	lastBeat := time.Now()
 	for {
 		n, err := s.store.EnqueueDue(ctx, s.cfg.MaxAttempts)
@@ -148,12 +147,17 @@ func (s *Scheduler) produce(ctx context.Context) {
 			s.metrics.DatabaseErrors.Inc()
 			s.outage.failed("produce", err)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, jitter(s.cfg.ProducerEvery)) {
 			return
-		case <-tick.C:
 		}
 	}
+}
+
+// jitter spreads d by ±25%. Replicas that tick in lockstep would always let
+// the same one enqueue a slot first and claim the whole batch; with jitter the
+// first one differs from slot to slot, so the checks are shared.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + rand.N(d/2+1)
 }
 
 func (s *Scheduler) nudge() {
@@ -220,7 +224,7 @@ func (s *Scheduler) claimLoop(ctx, hardCtx context.Context, workers *sync.WaitGr
 		if len(jobs) == n {
 			continue // every worker got a job: more may be due
 		}
-		timer := time.NewTimer(s.cfg.Poll)
+		timer := time.NewTimer(jitter(s.cfg.Poll))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
