@@ -87,6 +87,21 @@ func freeAddr(t *testing.T) string {
 // /readyz. It is killed at the end of the test if still running.
 func startReplica(t *testing.T, name, databaseURL, configPath string) *replica {
 	t.Helper()
+	r := startReplicaNoWait(t, name, databaseURL, configPath)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + r.addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "replica %s never became ready:\n%s", name, r.log.String())
+	return r
+}
+
+// startReplicaNoWait starts a replica without waiting for it to be ready.
+func startReplicaNoWait(t *testing.T, name, databaseURL, configPath string) *replica {
+	t.Helper()
 	r := &replica{name: name, addr: freeAddr(t), log: &syncBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(serverBinary(t), "-addr", r.addr, "-instance", name, "-config", configPath, "-database-url", databaseURL)
 	r.cmd.Env = append(os.Environ(), "VIGIL_LOG_LEVEL=debug")
@@ -105,14 +120,6 @@ func startReplica(t *testing.T, name, databaseURL, configPath string) *replica {
 			t.Logf("log of %s:\n%s", r.name, r.log.String())
 		}
 	})
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + r.addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 50*time.Millisecond, "replica %s never became ready:\n%s", name, r.log.String())
 	return r
 }
 
@@ -171,7 +178,7 @@ func queryString(t *testing.T, pool *pgxpool.Pool, q string, args ...any) string
 	return s
 }
 
-func newPool(t *testing.T, url string) *pgxpool.Pool {
+func testPool(t *testing.T, url string) *pgxpool.Pool {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(t, err)

@@ -51,7 +51,7 @@ services:
 	}
 	a.signal(t, syscall.SIGSTOP) // frozen mid-probe, holding the lease
 
-	pool := newPool(t, dbURL)
+	pool := testPool(t, dbURL)
 	require.Equal(t, "replica-a", queryString(t, pool, `SELECT owner_instance FROM monitoring_job WHERE state = 'RUNNING'`))
 
 	b := startReplica(t, "replica-b", dbURL, cfg)
@@ -97,7 +97,7 @@ services:
   - {name: s5, url: "`+target.URL+`/5", interval: 1s, timeout: 1s}
   - {name: s6, url: "`+target.URL+`/6", interval: 1s, timeout: 1s}
 `)
-	pool := newPool(t, dbURL)
+	pool := testPool(t, dbURL)
 	a := startReplica(t, "replica-a", dbURL, cfg)
 	b := startReplica(t, "replica-b", dbURL, cfg)
 	require.Eventually(t, func() bool {

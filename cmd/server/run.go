@@ -89,32 +89,41 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 	if err != nil {
 		return exitCode(err, stderr)
 	}
-	pool, err := openDatabase(ctx, s, cfg, log)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0
+	url := s.DatabaseURL
+	if url == "" {
+		url, err = localpg.Ensure(ctx, localpg.Options{DataDir: s.DataDir, Logger: log})
+		if err != nil {
+			return exitCode(fmt.Errorf("embedded PostgreSQL: %w", err), stderr)
 		}
+		log.Info("using embedded PostgreSQL", "data_dir", s.DataDir, "url", url)
+	}
+	workers := config.DefaultWorkers
+	if cfg != nil {
+		workers = cfg.Scheduler.Workers
+	}
+	// Two pools: the scheduler's connections are never waiting behind a slow
+	// page, and a burst of page views cannot starve the workers.
+	workPool, err := newPool(url, s.Instance+" scheduler", int32(min(workers+4, 64)))
+	if err != nil {
 		return exitCode(err, stderr)
 	}
-	defer pool.Close()
-	store := monitoring.NewStore(pool)
-	if cfg != nil {
-		groups, services := configSpecs(cfg)
-		sum, err := store.SyncConfig(ctx, groups, services)
-		if err != nil {
-			return exitCode(err, stderr)
-		}
-		log.Info("config synced", "path", s.ConfigPath, "services", len(services), "changed", sum.Upserted, "retired", sum.Retired)
-	} else {
+	defer workPool.Close()
+	webPool, err := newPool(url, s.Instance+" web", 8)
+	if err != nil {
+		return exitCode(err, stderr)
+	}
+	defer webPool.Close()
+	store := monitoring.NewStore(workPool)
+	webStore := monitoring.NewStore(webPool)
+	if cfg == nil {
 		cfg = config.Default()
-		log.Info("no config file; watching the services already in the database (pass -config or create ./vigil.yaml)")
 	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vigil_build_info", Help: "Version and instance of this replica."}, []string{"version", "instance"})
 	buildInfo.WithLabelValues(version.String(), s.Instance).Set(1)
-	reg.MustRegister(buildInfo, monitoring.NewQueueCollector(store))
+	reg.MustRegister(buildInfo, monitoring.NewQueueCollector(webStore))
 	metrics := monitoring.NewMetrics(reg)
 
 	sc := cfg.Scheduler
@@ -129,7 +138,7 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 		FailureThreshold: cfg.Alerts.FailureThreshold,
 	}, metrics, log)
 
-	e := web.New(web.Options{Store: store, Gatherer: reg, Logger: log, Instance: s.Instance})
+	e := web.New(web.Options{Store: webStore, Gatherer: reg, Logger: log, Instance: s.Instance})
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
 		return exitCode(fmt.Errorf("listen on %s: %w (is another replica using this port? pick another with -addr)", s.Addr, err), stderr)
@@ -139,12 +148,19 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 		e.Listener = ln
 		srvErr <- e.Start("")
 	}()
+	log.Info("listening", "addr", ln.Addr().String(), "version", version.String())
+
+	// The HTTP side is up before the database is: /healthz answers and
+	// /readyz says 503 while PostgreSQL is still starting or unreachable.
 	schedDone := make(chan struct{})
 	go func() {
 		defer close(schedDone)
+		if !prepareDatabase(ctx, url, store, s, cfg, log) {
+			return
+		}
+		log.Info("vigil replica started")
 		_ = sched.Run(ctx)
 	}()
-	log.Info("vigil replica started", "addr", ln.Addr().String(), "version", version.String())
 
 	var runErr error
 	select {
@@ -193,58 +209,72 @@ func configSpecs(cfg *config.Config) ([]string, []monitoring.ServiceSpec) {
 	return groups, services
 }
 
-// openDatabase finds or starts the database, applies migrations and returns a
-// pool. While the database is unreachable it keeps trying with backoff
-// rather than exiting, so replicas can start before PostgreSQL does.
-func openDatabase(ctx context.Context, s settings, cfg *config.Config, log *slog.Logger) (*pgxpool.Pool, error) {
-	url := s.DatabaseURL
-	if url == "" {
-		var err error
-		url, err = localpg.Ensure(ctx, localpg.Options{DataDir: s.DataDir, Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("embedded PostgreSQL: %w", err)
-		}
-		log.Info("using embedded PostgreSQL", "data_dir", s.DataDir, "url", url)
-	}
+// newPool configures a lazily connecting pool: every statement is bounded,
+// and claims skip locked rows, so a lock wait means something is wrong and
+// should fail rather than pile up.
+func newPool(url, appName string, maxConns int32) (*pgxpool.Pool, error) {
 	poolCfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("%w: DATABASE_URL: %v", errUsage, err)
 	}
-	// Every statement is bounded; claims skip locked rows, so a lock wait means
-	// something is wrong and should fail rather than pile up.
-	poolCfg.ConnConfig.RuntimeParams["statement_timeout"] = "30000"
-	poolCfg.ConnConfig.RuntimeParams["lock_timeout"] = "10000"
-	poolCfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "60000"
-	poolCfg.ConnConfig.RuntimeParams["application_name"] = "vigil " + s.Instance
-	workers := 8
-	if cfg != nil {
-		workers = cfg.Scheduler.Workers
+	rp := poolCfg.ConnConfig.RuntimeParams
+	rp["statement_timeout"] = "30000"
+	rp["lock_timeout"] = "10000"
+	rp["idle_in_transaction_session_timeout"] = "60000"
+	rp["application_name"] = "vigil " + appName
+	poolCfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	poolCfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("database pool: %w", err)
 	}
-	poolCfg.MaxConns = int32(min(workers+8, 64))
+	return pool, nil
+}
 
+// prepareDatabase applies migrations and syncs the config, retrying with
+// backoff while the database is unreachable, so replicas may start before
+// PostgreSQL does. It reports false when ctx ended first.
+func prepareDatabase(ctx context.Context, url string, store *monitoring.Store, s settings, cfg *config.Config, log *slog.Logger) bool {
 	backoff := 500 * time.Millisecond
 	logged := false
 	for {
-		err = migrations.Up(url)
+		err := migrations.Up(url)
+		if err == nil && s.ConfigPath != "" {
+			groups, services := configSpecs(cfg)
+			var sum monitoring.SyncSummary
+			if sum, err = store.SyncConfig(ctx, groups, services); err == nil {
+				log.Info("config synced", "path", s.ConfigPath, "services", len(services), "changed", sum.Upserted, "retired", sum.Retired)
+			}
+		}
 		if err == nil {
-			break
+			if s.ConfigPath == "" {
+				log.Info("no config file; watching the services already in the database (pass -config or create ./vigil.yaml)")
+			}
+			if logged {
+				log.Info("database ready")
+			}
+			return true
 		}
 		if !logged {
-			log.Error("database not ready; retrying", "err", err)
+			log.Error("database not ready; retrying with backoff", "err", err)
 			logged = true
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
+		if !sleepCtx(ctx, backoff) {
+			return false
 		}
 		backoff = min(backoff*2, 10*time.Second)
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to database: %w", err)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
-	return pool, nil
 }
 
 func runMigrate(ctx context.Context, args, env []string, stderr io.Writer) int {

@@ -26,7 +26,7 @@ services:
 	require.Contains(t, stderr.String(), "inventory")
 	require.Contains(t, stderr.String(), "timeout")
 
-	pool := newPool(t, dbURL)
+	pool := testPool(t, dbURL)
 	require.Equal(t, 0, queryInt(t, pool, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`),
 		"nothing written: not even the migrations ran")
 }
