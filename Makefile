@@ -1,7 +1,7 @@
 # Vigil's everyday commands. `make demo` and `make test` are the README's quick start.
 GO ?= go
 
-.PHONY: run demo test build vet fmt check db-stop clean
+.PHONY: run demo test build vet fmt check generate generate-check chaos db-stop clean
 
 # One replica on :8080 with the embedded PostgreSQL (or DATABASE_URL) and ./vigil.yaml if present.
 run:
@@ -26,9 +26,26 @@ fmt:
 	gofmt -w .
 
 # What CI checks besides the tests.
-check:
+check: generate-check
 	@test -z "$$(gofmt -l .)" || (echo "gofmt needed:"; gofmt -l .; exit 1)
 	$(GO) vet ./...
+
+# templ's generated *_templ.go files are committed; they must match the .templ sources.
+generate:
+	$(GO) tool templ generate
+
+generate-check:
+	$(GO) tool templ generate
+	@git diff --exit-code -- templates || (echo "templates changed: run 'make generate' and commit the *_templ.go files"; exit 1)
+	@test -z "$$(git status --porcelain -- templates)" || (echo "untracked generated files:"; git status --porcelain -- templates; exit 1)
+
+# Reliability: three replicas, a fresh PostgreSQL, faults at random from SEED
+# (0: a new seed, printed), then an audit; docs/reliability.md.
+DURATION ?= 2m
+SEED ?= 0
+SERVICES ?= 100
+chaos:
+	$(GO) run ./scripts/chaos -duration $(DURATION) -seed $(SEED) -services $(SERVICES)
 
 # Stop the embedded PostgreSQL that `make run`/`make demo` started under ./.vigil.
 db-stop:

@@ -28,6 +28,8 @@ const usage = `Usage:
   server migrate [flags]      apply migrations and exit
   server demo-target [-addr]  a local HTTP target (/ok /fail /slow /flap) to try Vigil against
   server db-stop [flags]      stop the embedded PostgreSQL under -data-dir
+  server alerts list|retry|receive
+                              webhook deliveries; retry FAILED ones; a local test receiver
 
 Run "server -h" for the flags.
 `
@@ -47,6 +49,8 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		return runDemoTarget(ctx, args, env, stderr)
 	case "db-stop":
 		return runDBStop(ctx, args, env, stderr)
+	case "alerts":
+		return runAlerts(ctx, args, env, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -85,7 +89,7 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 
 	// The config is checked before anything touches the database, so a bad
 	// file changes nothing.
-	cfg, err := loadConfig(s)
+	cfg, err := loadConfig(s, env)
 	if err != nil {
 		return exitCode(err, stderr)
 	}
@@ -128,14 +132,16 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 
 	sc := cfg.Scheduler
 	sched := monitoring.NewScheduler(store, monitoring.NewHTTPProber(min(5*time.Second, sc.Lease/2)), monitoring.SchedulerConfig{
-		Instance:         monitoring.Instance{Name: s.Instance, Addr: s.Addr, Version: version.String()},
-		Workers:          sc.Workers,
-		Lease:            sc.Lease,
-		Poll:             sc.Poll,
-		MaxAttempts:      sc.MaxAttempts,
-		RetryBase:        sc.RetryBase,
-		RetryCap:         sc.RetryCap,
-		FailureThreshold: cfg.Alerts.FailureThreshold,
+		Instance:           monitoring.Instance{Name: s.Instance, Addr: s.Addr, Version: version.String()},
+		Workers:            sc.Workers,
+		Lease:              sc.Lease,
+		Poll:               sc.Poll,
+		MaxAttempts:        sc.MaxAttempts,
+		RetryBase:          sc.RetryBase,
+		RetryCap:           sc.RetryCap,
+		FailureThreshold:   cfg.Alerts.FailureThreshold,
+		SuccessThreshold:   cfg.Alerts.SuccessThreshold,
+		AlertBeforeFirstUp: cfg.Alerts.AlertBeforeFirstUp,
 	}, metrics, log)
 
 	e := web.New(web.Options{Store: webStore, Gatherer: reg, Logger: log, Instance: s.Instance})
@@ -158,8 +164,10 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 		if !prepareDatabase(ctx, url, store, s, cfg, log) {
 			return
 		}
+		dispatcherDone := startDispatcher(ctx, store, cfg, s.Instance, reg, log)
 		log.Info("vigil replica started")
 		_ = sched.Run(ctx)
+		<-dispatcherDone
 	}()
 
 	var runErr error
@@ -174,7 +182,8 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = e.Shutdown(shutCtx)
-	// Stop the workers (they release unfinished jobs), then close the pool.
+	// Stop the workers and the dispatcher (they release what they hold), then
+	// close the pools.
 	<-schedDone
 	log.Info("stopped")
 	if runErr != nil {
@@ -183,11 +192,12 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 	return 0
 }
 
-func loadConfig(s settings) (*config.Config, error) {
+// loadConfig reads the services file; ${VAR} references resolve from env.
+func loadConfig(s settings, env []string) (*config.Config, error) {
 	if s.ConfigPath == "" {
 		return nil, nil
 	}
-	cfg, err := config.Load(s.ConfigPath)
+	cfg, err := config.LoadEnv(s.ConfigPath, env)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errConfig, err)
 	}
@@ -244,6 +254,7 @@ func prepareDatabase(ctx context.Context, url string, store *monitoring.Store, s
 			var sum monitoring.SyncSummary
 			if sum, err = store.SyncConfig(ctx, groups, services); err == nil {
 				log.Info("config synced", "path", s.ConfigPath, "services", len(services), "changed", sum.Upserted, "retired", sum.Retired)
+				err = syncMaintenanceWindows(ctx, store, cfg)
 			}
 		}
 		if err == nil {

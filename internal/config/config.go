@@ -46,6 +46,9 @@ type Config struct {
 	Groups    []Group
 	Services  []Service
 	Alerts    Alerts
+	// MaintenanceWindows hold alerts back while services are worked on (maintenance.go).
+	MaintenanceWindows []MaintenanceWindow
+	Retention          Retention // retention.go
 }
 
 // Scheduler tunes how replicas share the job table.
@@ -88,18 +91,6 @@ type Service struct {
 	Enabled  bool          // default true; a disabled service keeps its history but gets no jobs
 }
 
-// Alerts says when and where status changes are announced.
-type Alerts struct {
-	FailureThreshold int // consecutive DOWN results before a DOWN alert; default 1, at least 1
-	Webhooks         []Webhook
-}
-
-// Webhook is an endpoint that receives alerts as HTTP POSTs.
-type Webhook struct {
-	Name string
-	URL  string // http or https, with a host
-}
-
 // Default returns the configuration of an empty file: default scheduler and alert settings,
 // no groups, services or webhooks.
 func Default() *Config {
@@ -112,18 +103,24 @@ func Default() *Config {
 			Workers:     DefaultWorkers,
 			Poll:        DefaultPoll,
 		},
-		Alerts: Alerts{FailureThreshold: DefaultFailureThreshold},
+		Alerts:    defaultAlerts(),    // alerts.go
+		Retention: DefaultRetention(), // retention.go
 	}
 }
 
 // Load reads the services file at path and parses it with Parse. A *ValidationError it
 // returns has File set, so every line of its message starts with the path.
 func Load(path string) (*Config, error) {
+	return LoadEnv(path, os.Environ())
+}
+
+// LoadEnv is Load with the environment (for ${NAME} in webhooks) given as KEY=VALUE lines.
+func LoadEnv(path string, env []string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err) // *fs.PathError already names the path
 	}
-	cfg, err := Parse(data)
+	cfg, err := ParseEnv(data, env)
 	if err != nil {
 		var invalid *ValidationError
 		if errors.As(err, &invalid) {

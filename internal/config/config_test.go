@@ -475,7 +475,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		require.NoError(t, err)
 		want := Default()
 		want.Scheduler.Workers = 2
-		want.Alerts.Webhooks = []Webhook{{Name: "ops", URL: "http://a/"}}
+		want.Alerts.Webhooks = []Webhook{DefaultWebhook("ops", "http://a/")}
 		assert.Equal(t, want, cfg)
 	})
 }
@@ -505,12 +505,24 @@ func TestParseFullExample(t *testing.T) {
 			{Name: "ungrouped", URL: "http://[::1]:9090/ready", Interval: 30 * time.Second, Timeout: 5 * time.Second, Enabled: true},
 		},
 		Alerts: Alerts{
-			FailureThreshold: 3,
+			FailureThreshold:   3,
+			SuccessThreshold:   2,
+			AlertBeforeFirstUp: true,
+			BaseURL:            "https://vigil.example.com/",
+			RetryBase:          30 * time.Second,
+			RetryCap:           15 * time.Minute,
 			Webhooks: []Webhook{
-				{Name: "ops", URL: "http://127.0.0.1:9000/hook"},
-				{Name: "chat", URL: "https://hooks.example.com/T000/B000"},
+				DefaultWebhook("ops", "http://127.0.0.1:9000/hook"),
+				{Name: "chat", URL: "https://hooks.example.com/T000/B000", Headers: map[string]string{"X-Team": "sre"},
+					Events: []string{"down"}, Format: "slack", Timeout: 5 * time.Second, MaxAttempts: 12},
 			},
 		},
+		MaintenanceWindows: []MaintenanceWindow{
+			{Name: "nightly deploys", Groups: []string{"core"}, Cron: "0 2 * * mon-fri", Duration: 30 * time.Minute, Timezone: "Europe/Berlin"},
+			{Name: "cdn migration", Services: []string{"cdn", "ungrouped"},
+				Start: time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC), End: time.Date(2026, 5, 1, 6, 0, 0, 0, time.FixedZone("", 2*60*60))},
+		},
+		Retention: Retention{Raw: 72 * time.Hour, Rollups: 400 * 24 * time.Hour, FailedJobs: 720 * time.Hour, BatchSize: 2000},
 	}, cfg)
 	require.NoError(t, cfg.Validate())
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -17,26 +18,31 @@ import (
 
 // Known keys, in the order messages list them.
 var (
-	rootFields      = []string{"scheduler", "groups", "services", "alerts"}
+	rootFields      = []string{"scheduler", "groups", "services", "alerts", "maintenance_windows", "retention"}
 	schedulerFields = []string{"lease", "max_attempts", "retry_base", "retry_cap", "workers", "poll"}
 	groupFields     = []string{"name"}
 	serviceFields   = []string{"name", "group", "url", "interval", "timeout", "enabled"}
-	alertsFields    = []string{"failure_threshold", "webhooks"}
-	webhookFields   = []string{"name", "url"}
 )
 
 // Parse reads a services file, applies defaults and validates the result. An empty file is
 // valid and yields Default(). Any rejection is a *ValidationError listing every problem.
+// ${NAME} references in webhook urls and headers are resolved from the process
+// environment; ParseEnv takes the environment as KEY=VALUE lines instead.
 //
 // The file is walked as a yaml.Node tree rather than decoded into structs: that is what lets
 // a message name the service a bad field belongs to, and lets durations be read as text so
 // "interval: 30" is reported instead of being taken as 30 nanoseconds.
 func Parse(data []byte) (*Config, error) {
+	return ParseEnv(data, os.Environ())
+}
+
+// ParseEnv is Parse with the environment given as KEY=VALUE lines.
+func ParseEnv(data []byte, env []string) (*Config, error) {
 	root, syntax := parseYAML(data)
 	if syntax != nil {
 		return nil, newValidationError([]Problem{*syntax})
 	}
-	d := &decoder{lines: map[string]int{}, quiet: map[string]bool{}}
+	d := &decoder{lines: map[string]int{}, quiet: map[string]bool{}, env: envMap(env)}
 	cfg := d.config(root)
 	problems := append(d.problems, cfg.validate(d.lines, d.quiet)...)
 	if invalid := newValidationError(problems); invalid != nil {
@@ -137,6 +143,7 @@ type decoder struct {
 	problems []Problem
 	lines    map[string]int  // field path -> line, so validate can point into the file
 	quiet    map[string]bool // paths already reported; validate must not judge the default left there
+	env      map[string]string
 }
 
 // config walks the document. Sections are read in a fixed order, not file order, because a
@@ -206,23 +213,9 @@ func (d *decoder) config(doc *yaml.Node) *Config {
 		}
 	}
 
-	if af := d.section(f, "alerts", "write it as alerts: followed by failure_threshold: and webhooks: on indented lines", alertsFields); af != nil {
-		sc := scope{path: "alerts"}
-		d.integer(af, sc, "failure_threshold", &cfg.Alerts.FailureThreshold)
-		for i, item := range d.list(af, "webhooks", `write each webhook as an item starting with "- name: ops"`) {
-			path := fmt.Sprintf("alerts.webhooks[%d]", i)
-			cfg.Alerts.Webhooks = append(cfg.Alerts.Webhooks, Webhook{})
-			w := &cfg.Alerts.Webhooks[i]
-			wf := d.item(item, path, webhookFields, `write each webhook as "- name: ops" followed by url:`)
-			if wf == nil {
-				continue
-			}
-			d.text(wf, scope{path: path, owner: path}, "name", &w.Name)
-			wsc := itemScope("webhook", path, w.Name)
-			d.report(wsc, item, wf, webhookFields)
-			d.text(wf, wsc, "url", &w.URL)
-		}
-	}
+	d.alerts(f, &cfg.Alerts)     // alerts.go
+	d.maintenanceWindows(f, cfg) // maintenance.go
+	d.retention(f, cfg)          // retention.go
 	return cfg
 }
 

@@ -27,6 +27,9 @@ func FuzzParse(f *testing.F) {
 	for _, scenario := range rejectScenarios {
 		f.Add([]byte(scenario.yaml))
 	}
+	for _, scenario := range alertRejectScenarios {
+		f.Add([]byte(scenario.yaml))
+	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse(data)

@@ -24,7 +24,9 @@ func (c *Config) validate(lines map[string]int, quiet map[string]bool) []Problem
 	v.scheduler(c.Scheduler)
 	groups := v.groups(c.Groups)
 	v.services(c.Services, c.Scheduler, groups)
-	v.alerts(c.Alerts)
+	v.alerts(c.Alerts)                                             // alerts.go
+	v.maintenanceWindows(c.MaintenanceWindows, c.Services, groups) // maintenance.go
+	v.retention(c.Retention)                                       // retention.go
 	return v.problems
 }
 
@@ -138,7 +140,7 @@ func (v *validator) services(services []Service, s Scheduler, groupNames []strin
 			v.report(sc, "group", "group "+quote(svc.Group)+" is not defined", fix)
 		}
 
-		v.url(sc, svc.URL, "the address to probe, e.g. http://127.0.0.1:8081/health")
+		v.url(sc, "url", svc.URL, "the address to probe, e.g. http://127.0.0.1:8081/health")
 
 		switch {
 		case svc.Interval < minInterval:
@@ -162,27 +164,6 @@ func (v *validator) services(services []Service, s Scheduler, groupNames []strin
 				fmt.Sprintf("set timeout below %s, or raise scheduler.lease above %s so the probe ends before its lease does",
 					formatDuration(s.Lease), formatDuration(svc.Timeout)))
 		}
-	}
-}
-
-func (v *validator) alerts(a Alerts) {
-	if a.FailureThreshold < 1 {
-		v.report(scope{path: "alerts"}, "failure_threshold", fmt.Sprintf("failure_threshold %d is less than 1", a.FailureThreshold),
-			"set alerts.failure_threshold to 1 or more (1, the default, alerts on the first DOWN result)")
-	}
-	first := map[string]string{}
-	for i, w := range a.Webhooks {
-		path := fmt.Sprintf("alerts.webhooks[%d]", i)
-		sc := itemScope("webhook", path, w.Name)
-		if v.name(sc, "webhook", w.Name) {
-			if prev, dup := first[w.Name]; dup {
-				v.report(scope{path: path, owner: path}, "name", "duplicate webhook name "+quote(w.Name),
-					v.at(prev)+" already uses it; give each webhook a unique name")
-			} else {
-				first[w.Name] = path
-			}
-		}
-		v.url(sc, w.URL, "the address to POST alerts to, e.g. http://127.0.0.1:9000/hook")
 	}
 }
 
@@ -210,29 +191,29 @@ func (v *validator) name(sc scope, kind, name string) bool {
 	return true
 }
 
-// url checks that raw is something Vigil can send an HTTP request to.
-func (v *validator) url(sc scope, raw, purpose string) {
+// url checks that the field key holds something Vigil can send an HTTP request to.
+func (v *validator) url(sc scope, key, raw, purpose string) {
 	if raw == "" {
-		v.report(sc, "url", "url is missing", "add url: with "+purpose)
+		v.report(sc, key, key+" is missing", "add "+key+": with "+purpose)
 		return
 	}
 	u, err := url.Parse(raw)
 	switch {
 	case missingScheme(raw):
-		v.report(sc, "url", "url "+quote(raw)+" does not start with http:// or https://", "write it as "+quote("http://"+raw))
+		v.report(sc, key, key+" "+quote(raw)+" does not start with http:// or https://", "write it as "+quote("http://"+raw))
 	case err != nil:
 		reason := err.Error()
 		if urlErr, ok := err.(*url.Error); ok {
 			reason = urlErr.Err.Error()
 		}
-		v.report(sc, "url", "url "+quote(raw)+" is not a valid URL ("+reason+")", "write "+purpose)
+		v.report(sc, key, key+" "+quote(raw)+" is not a valid URL ("+reason+")", "write "+purpose)
 	case u.Scheme == "":
-		v.report(sc, "url", "url "+quote(raw)+" is not a full URL", "write "+purpose)
+		v.report(sc, key, key+" "+quote(raw)+" is not a full URL", "write "+purpose)
 	case u.Scheme != "http" && u.Scheme != "https":
-		v.report(sc, "url", "url "+quote(raw)+" uses the scheme "+quote(u.Scheme),
+		v.report(sc, key, key+" "+quote(raw)+" uses the scheme "+quote(u.Scheme),
 			"Vigil speaks only http and https: write "+purpose)
 	case u.Hostname() == "":
-		v.report(sc, "url", "url "+quote(raw)+" has no host", "write "+purpose)
+		v.report(sc, key, key+" "+quote(raw)+" has no host", "write "+purpose)
 	}
 }
 

@@ -92,7 +92,11 @@ func (t target) slow(w http.ResponseWriter, r *http.Request) {
 				Error: fmt.Sprintf("ms=%q: want a whole number of milliseconds, 0 to %d", v, maxSlow.Milliseconds())})
 			return
 		}
-		d = min(time.Duration(ms)*time.Millisecond, maxSlow)
+		// Compared before converting: a huge ms would overflow the Duration.
+		d = maxSlow
+		if ms < maxSlow.Milliseconds() {
+			d = time.Duration(ms) * time.Millisecond
+		}
 	}
 	start := t.now()
 	if err := t.wait(r.Context(), d); err != nil {
@@ -111,7 +115,9 @@ func (t target) flap(w http.ResponseWriter, r *http.Request) {
 	period := defaultFlapPeriod
 	if v := r.URL.Query().Get("period"); v != "" {
 		s, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || s < 1 || time.Duration(s)*time.Second > maxFlapPeriod {
+		// Compared in seconds: a huge period would overflow the Duration
+		// and could even come out as zero, a division by zero below.
+		if err != nil || s < 1 || s > int64(maxFlapPeriod/time.Second) {
 			t.write(w, http.StatusBadRequest, response{Route: "/flap",
 				Error: fmt.Sprintf("period=%q: want a whole number of seconds, 1 to %d", v, int64(maxFlapPeriod.Seconds()))})
 			return

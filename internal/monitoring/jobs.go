@@ -125,12 +125,15 @@ type CompleteParams struct {
 	Result           ProbeResult
 	FailureThreshold int
 	SuccessThreshold int
+	// AlertBeforeFirstUp announces DOWN for a service never seen UP (status.go).
+	AlertBeforeFirstUp bool
 }
 
 // Completion says what a successful Complete wrote.
 type Completion struct {
 	StatusUpdated bool   // false when a newer slot's result was already stored
 	Alert         string // "DOWN" or "UP" when an alert_outbox row was written
+	HeldBack      string // the maintenance window that held an alert back, if one did
 }
 
 // Complete stores a probe's result. In one transaction: the guarded UPDATE to
@@ -140,14 +143,27 @@ type Completion struct {
 func (s *Store) Complete(ctx context.Context, p CompleteParams) (Completion, error) {
 	var c Completion
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The guard, written out so the result can keep what it checked: held
+		// locks the row first, then guard reads the DB clock (held's rows
+		// arrive only once locked), and the lease is compared with that same
+		// instant. The UPDATE clears lease_until, so it is returned from held.
 		const done = `
-UPDATE monitoring_job
+WITH held AS MATERIALIZED (
+    SELECT id, lease_until FROM monitoring_job
+    WHERE id = $1 AND state = 'RUNNING' AND owner_token = $2
+    FOR UPDATE
+), guard AS MATERIALIZED (
+    SELECT id, lease_until, clock_timestamp() AS at FROM held
+)
+UPDATE monitoring_job j
 SET state = 'DONE', owner_token = NULL, lease_until = NULL, finished_at = clock_timestamp()
-WHERE ` + ownerGuard + `
-RETURNING service_id, scheduled_slot, attempts`
+FROM guard
+WHERE j.id = guard.id AND j.state = 'RUNNING' AND j.owner_token = $2 AND guard.lease_until > guard.at
+RETURNING j.service_id, j.scheduled_slot, j.attempts, guard.lease_until, guard.at`
 		var serviceID, slot int64
 		var attempt int
-		err := tx.QueryRow(ctx, done, p.JobID, p.Token).Scan(&serviceID, &slot, &attempt)
+		var leaseUntil, guardedAt time.Time
+		err := tx.QueryRow(ctx, done, p.JobID, p.Token).Scan(&serviceID, &slot, &attempt, &leaseUntil, &guardedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrStaleOwner
 		}
@@ -157,13 +173,15 @@ RETURNING service_id, scheduled_slot, attempts`
 
 		const result = `
 INSERT INTO monitoring_job_result
-    (job_id, service_id, scheduled_slot, status, latency_ms, http_status, error, attempt, owner_token, probed_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    (job_id, service_id, scheduled_slot, status, latency_ms, http_status, error, attempt, owner_token, probed_by,
+     lease_until, guarded_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 RETURNING observed_at`
 		r := p.Result
 		var observedAt time.Time
 		err = tx.QueryRow(ctx, result, p.JobID, serviceID, slot, r.Status, latencyMS(r.Latency),
-			nullInt(r.HTTPStatus), nullString(r.Error), attempt, p.Token, p.Instance).Scan(&observedAt)
+			nullInt(r.HTTPStatus), nullString(r.Error), attempt, p.Token, p.Instance,
+			leaseUntil, guardedAt).Scan(&observedAt)
 		if err != nil {
 			return fmt.Errorf("insert result: %w", err)
 		}
@@ -176,9 +194,12 @@ RETURNING observed_at`
 			return err
 		}
 		c.StatusUpdated = true
-		next := nextAlert(st, p.FailureThreshold, p.SuccessThreshold)
-		if next.state == st.alertState {
-			return nil
+		next, err := decideAlert(ctx, tx, serviceID, slot, st, alertPolicy{
+			failureThreshold: p.FailureThreshold, successThreshold: p.SuccessThreshold, beforeFirstUp: p.AlertBeforeFirstUp,
+		})
+		c.HeldBack = next.heldBack
+		if err != nil || next.state == st.alertState {
+			return err
 		}
 		if err := recordAlert(ctx, tx, serviceID, p.JobID, slot, st, next); err != nil {
 			return err

@@ -21,9 +21,11 @@ type SchedulerConfig struct {
 	RetryCap         time.Duration
 	FailureThreshold int
 	SuccessThreshold int
-	ProducerEvery    time.Duration // default 1s
-	HeartbeatEvery   time.Duration // default 5s
-	ShutdownGrace    time.Duration // how long in-flight probes may finish at shutdown; default 5s
+	// AlertBeforeFirstUp announces DOWN for a service never seen UP.
+	AlertBeforeFirstUp bool
+	ProducerEvery      time.Duration // default 1s
+	HeartbeatEvery     time.Duration // default 5s
+	ShutdownGrace      time.Duration // how long in-flight probes may finish at shutdown; default 5s
 }
 
 func (c *SchedulerConfig) setDefaults() {
@@ -127,9 +129,11 @@ func (s *Scheduler) produce(ctx context.Context) {
 	for {
 		n, err := s.store.EnqueueDue(ctx, s.cfg.MaxAttempts)
 		if err == nil {
-			s.outage.ok()
+			recovered := s.outage.ok()
 			s.metrics.JobsEnqueued.Add(float64(n))
-			if n > 0 {
+			// The producer ticks through an outage and so is the first to see
+			// the database back: it wakes a claim loop still in its backoff.
+			if n > 0 || recovered {
 				s.nudge()
 			}
 			var failed int64
@@ -205,7 +209,7 @@ func (s *Scheduler) claimLoop(ctx, hardCtx context.Context, workers *sync.WaitGr
 			s.metrics.DatabaseErrors.Inc()
 			s.outage.failed("claim", err)
 			backoff = min(backoff*2, 30*time.Second)
-			if !sleep(ctx, backoff) {
+			if !s.sleepOrWake(ctx, jitter(backoff)) {
 				return
 			}
 			continue
@@ -270,6 +274,7 @@ func (s *Scheduler) work(hardCtx context.Context, job Job) {
 	c, err := s.store.Complete(writeCtx, CompleteParams{
 		JobID: job.ID, Token: job.Token, Instance: s.cfg.Instance.Name, Result: result,
 		FailureThreshold: s.cfg.FailureThreshold, SuccessThreshold: s.cfg.SuccessThreshold,
+		AlertBeforeFirstUp: s.cfg.AlertBeforeFirstUp,
 	})
 	switch {
 	case errors.Is(err, ErrStaleOwner):
@@ -283,6 +288,9 @@ func (s *Scheduler) work(hardCtx context.Context, job Job) {
 		if c.Alert != "" {
 			s.metrics.AlertsWritten.WithLabelValues(c.Alert).Inc()
 			log.Info("status transition", "alert", c.Alert)
+		}
+		if c.HeldBack != "" {
+			log.Info("alert held back by a maintenance window", "window", c.HeldBack, "status", result.Status)
 		}
 	}
 }
@@ -307,8 +315,12 @@ func (s *Scheduler) retry(ctx context.Context, job Job, reason string, log *slog
 		s.metrics.StaleCompletions.Inc()
 		log.Warn("stale retry discarded: lease expired or job taken over", "reason", reason)
 	case err != nil:
-		// The lease will expire and another claim retries the job.
-		log.Error("could not hand job back for retry", "reason", reason, "err", err)
+		// The lease will expire and another claim retries the job. This is
+		// the database failing, as for every job in flight during an outage:
+		// it is logged once per outage, not once per job.
+		s.metrics.DatabaseErrors.Inc()
+		s.outage.failed("hand job back for retry", err)
+		log.Debug("could not hand job back for retry", "reason", reason, "err", err)
 	case state == "FAILED":
 		s.metrics.Failures.Inc()
 		log.Error("job failed on its last attempt", "reason", reason)
@@ -352,6 +364,20 @@ func (s *Scheduler) keepLease(ctx context.Context, lost context.CancelFunc, job 
 	}
 }
 
+// sleepOrWake is sleep that a nudge ends early.
+func (s *Scheduler) sleepOrWake(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.wake:
+		return true
+	case <-t.C:
+		return true
+	}
+}
+
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -380,11 +406,14 @@ func (o *outageLog) failed(during string, err error) {
 	}
 }
 
-func (o *outageLog) ok() {
+// ok records a success and reports whether it ended an outage.
+func (o *outageLog) ok() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.down {
-		o.down = false
-		o.log.Info("database available again")
+	if !o.down {
+		return false
 	}
+	o.down = false
+	o.log.Info("database available again")
+	return true
 }

@@ -31,6 +31,9 @@ func TestShutdownReleasesHeldJobs(t *testing.T) {
 	ctx, b := setup(t)
 	svc := b.addService(t, "slow")
 	jobID := b.addJob(t, svc, 1, 3)
+	// Paused, so the producer adds no job of the current slot: the test's job is the only one.
+	_, err := b.pool.Exec(ctx, `UPDATE monitored_service SET enabled = false WHERE id = $1`, svc)
+	require.NoError(t, err)
 	prober := blockingProber{started: make(chan struct{}, 1)}
 	metrics := monitoring.NewMetrics(prometheus.NewRegistry())
 	sched := monitoring.NewScheduler(b.store, prober, monitoring.SchedulerConfig{

@@ -69,21 +69,51 @@ RETURNING status, consecutive_failures, consecutive_successes, status_since, che
 }
 
 type alertDecision struct {
-	state string // the alert state after this result
-	event string // DOWN or UP when an alert is due, "" when the change is silent
+	state    string // the alert state after this result
+	event    string // DOWN or UP when an alert is due, "" when the change is silent
+	heldBack string // the maintenance window that held an alert back, if one did
+}
+
+// alertPolicy is the alerts section of the config file, as far as deciding goes.
+type alertPolicy struct {
+	failureThreshold int
+	successThreshold int
+	beforeFirstUp    bool // announce DOWN for a service never seen UP
+}
+
+// decideAlert is nextAlert with maintenance windows applied: a transition that would be
+// announced for a slot inside a window covering the service is held back, and the alert
+// state stays as it was, so the transition is announced after the window if it still
+// holds then (and never, if the service recovered inside the window).
+func decideAlert(ctx context.Context, tx pgx.Tx, serviceID, slot int64, st serviceState, p alertPolicy) (alertDecision, error) {
+	next := nextAlert(st, p)
+	if next.event == "" {
+		return next, nil
+	}
+	window, err := maintenanceWindowAt(ctx, tx, serviceID, slot)
+	if err != nil {
+		return alertDecision{}, err
+	}
+	if window != "" {
+		return alertDecision{state: st.alertState, heldBack: window}, nil
+	}
+	return next, nil
 }
 
 // nextAlert decides the alert state after a result. A service must have been
 // seen UP before a DOWN is announced (a service that never worked is not an
-// outage); DOWN needs failureThreshold consecutive DOWN results, and recovery
-// successThreshold consecutive UPs.
-func nextAlert(st serviceState, failureThreshold, successThreshold int) alertDecision {
-	failureThreshold = max(failureThreshold, 1)
-	successThreshold = max(successThreshold, 1)
+// outage) unless the policy says beforeFirstUp; DOWN needs failureThreshold
+// consecutive DOWN results, and recovery successThreshold consecutive UPs.
+func nextAlert(st serviceState, p alertPolicy) alertDecision {
+	failureThreshold := max(p.failureThreshold, 1)
+	successThreshold := max(p.successThreshold, 1)
 	switch st.alertState {
 	case "UNKNOWN":
 		if st.status == "UP" {
 			return alertDecision{state: "UP"} // first sight of the service working: nothing to announce
+		}
+		if p.beforeFirstUp && st.consecutiveFailures >= failureThreshold {
+			return alertDecision{state: "DOWN", event: "DOWN"}
 		}
 	case "UP":
 		if st.status == "DOWN" && st.consecutiveFailures >= failureThreshold {

@@ -1,15 +1,21 @@
-// Package web serves Vigil's HTTP side: health endpoints, /metrics, and the
-// pages. Handlers call package monitoring; they hold no SQL.
+// Package web serves Vigil's HTTP side: the dashboard pages, their JSON API,
+// health endpoints and /metrics. Handlers call package monitoring; they hold
+// no SQL. Every page reads the database only, so any replica shows the same
+// picture.
 package web
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/a-h/templ"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +23,7 @@ import (
 
 	"github.com/vigilhq/vigil/internal/monitoring"
 	"github.com/vigilhq/vigil/migrations"
+	"github.com/vigilhq/vigil/templates"
 )
 
 // Server holds what handlers need.
@@ -25,6 +32,7 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	log      *slog.Logger
 	instance string
+	refresh  time.Duration
 }
 
 // Options configure the HTTP side.
@@ -33,11 +41,27 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
 	Instance string
+	// Refresh is how often an open page polls for fresh content; 0 means 5s.
+	Refresh time.Duration
 }
+
+// requestTimeout bounds a page's or API call's database reads.
+const requestTimeout = 10 * time.Second
+
+// contentSecurityPolicy allows only this origin's own files: no inline
+// script or style, so injected markup could not run even if it got through.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // New builds the echo router with its middleware in one place.
 func New(opts Options) *echo.Echo {
-	s := &Server{store: opts.Store, gatherer: opts.Gatherer, log: opts.Logger, instance: opts.Instance}
+	s := &Server{store: opts.Store, gatherer: opts.Gatherer, log: opts.Logger, instance: opts.Instance, refresh: opts.Refresh}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.refresh <= 0 {
+		s.refresh = 5 * time.Second
+	}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -45,28 +69,95 @@ func New(opts Options) *echo.Echo {
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestID())
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
-		XSSProtection:      "0",
-		ContentTypeNosniff: "nosniff",
-		XFrameOptions:      "DENY",
-		ReferrerPolicy:     "same-origin",
+		XSSProtection:         "0",
+		ContentTypeNosniff:    "nosniff",
+		XFrameOptions:         "DENY",
+		ReferrerPolicy:        "same-origin",
+		ContentSecurityPolicy: contentSecurityPolicy,
 	}))
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogError: true,
-		Skipper: func(c echo.Context) bool {
-			p := c.Path()
-			return p == "/healthz" || p == "/readyz" || p == "/metrics"
-		},
+		Skipper: isProbe,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			s.log.Debug("request", "method", v.Method, "uri", v.URI, "status", v.Status, "latency", v.Latency)
 			return nil
 		},
 	}))
+	// The overview of a large installation is a few megabytes of repetitive
+	// HTML; /metrics negotiates its own compression.
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{
+		Skipper:   func(c echo.Context) bool { return isProbe(c) || c.Path() == "/metrics" },
+		MinLength: 1024,
+		Level:     gzip.BestSpeed,
+	}))
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})))
-	e.GET("/", s.showOverviewPage)
+	e.GET("/static/:hash/:name", serveStatic)
+
+	pages := e.Group("", withTimeout(requestTimeout))
+	pages.GET("/", s.showOverviewPage)
+	pages.GET("/services/:name", s.showServicePage)
+	pages.GET("/jobs", s.showJobsPage)
+	pages.GET("/instances", s.showInstancesPage)
+	pages.GET("/alerts", s.showAlertsPage)
+
+	api := e.Group("/api/v1", withTimeout(requestTimeout))
+	api.GET("/overview", s.getOverview)
+	api.GET("/services", s.listServices)
+	api.GET("/services/:name", s.getService)
+	api.GET("/jobs", s.listJobs)
+	api.GET("/instances", s.listInstances)
+	api.GET("/alerts", s.listAlerts)
 	return e
+}
+
+func isProbe(c echo.Context) bool {
+	p := c.Path()
+	return p == "/healthz" || p == "/readyz" || p == "/metrics"
+}
+
+func withTimeout(d time.Duration) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			ctx, cancel := context.WithTimeout(req.Context(), d)
+			defer cancel()
+			c.SetRequest(req.WithContext(ctx))
+			err := next(c)
+			// The error handler runs after this returns: give it a live context.
+			c.SetRequest(req)
+			return err
+		}
+	}
+}
+
+// render writes a component with a status code, streaming it: pages read
+// all their data before rendering, so rendering fails only when the client
+// goes away, and a large overview need not be held in memory twice.
+func render(c echo.Context, status int, component templ.Component) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	h.Set(echo.HeaderCacheControl, "no-cache")
+	c.Response().WriteHeader(status)
+	if err := component.Render(c.Request().Context(), c.Response()); err != nil {
+		return fmt.Errorf("render %s: %w", c.Request().URL.Path, err)
+	}
+	return nil
+}
+
+// page renders content inside the layout, or alone when the page's script
+// asks for the fragment (?fragment=1) to refresh it in place.
+func (s *Server) page(c echo.Context, status int, p templates.Page, content templ.Component) error {
+	if c.QueryParam("fragment") == "1" {
+		return render(c, status, content)
+	}
+	p.Instance = s.instance
+	if status == http.StatusOK {
+		p.Refresh = int(s.refresh / time.Second)
+	}
+	return render(c, status, templates.Layout(p, content))
 }
 
 // healthz says the process is alive; it never touches the database, so a
@@ -93,23 +184,46 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// handleError renders every error once: JSON under /api and for health
-// endpoints, plain text elsewhere. 5xx are logged as errors, 4xx as warnings.
+// handleError renders every error once: JSON under /api and for the health
+// endpoints, an HTML page elsewhere. 5xx are logged as errors, 4xx as
+// warnings; a 5xx never shows its cause to the client.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
+		s.log.Warn("request failed after the response began", "path", c.Request().URL.Path, "err", err)
 		return
 	}
-	code := http.StatusInternalServerError
-	msg := "internal error"
+	code, msg := http.StatusInternalServerError, "internal error"
 	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		code = he.Code
-		msg = fmt.Sprint(he.Message)
+	var connErr *pgconn.ConnectError
+	switch {
+	case errors.As(err, &he):
+		code, msg = he.Code, fmt.Sprint(he.Message)
+	case errors.Is(err, context.DeadlineExceeded):
+		code, msg = http.StatusServiceUnavailable, "the database did not answer in time; try again"
+	case errors.As(err, &connErr):
+		code, msg = http.StatusServiceUnavailable, "the database is unreachable; try again"
 	}
+	path := c.Request().URL.Path
 	if code >= 500 {
-		s.log.Error("request failed", "path", c.Request().URL.Path, "status", code, "err", err)
+		s.log.Error("request failed", "path", path, "status", code, "err", err)
 	} else {
-		s.log.Warn("request rejected", "path", c.Request().URL.Path, "status", code, "err", err)
+		s.log.Warn("request rejected", "path", path, "status", code, "err", err)
 	}
-	_ = c.JSON(code, map[string]string{"error": msg})
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(code)
+		return
+	}
+	if strings.HasPrefix(path, "/api/") || isProbe(c) || strings.HasPrefix(path, "/static/") {
+		_ = c.JSON(code, map[string]string{"error": msg})
+		return
+	}
+	title := http.StatusText(code)
+	if title == "" {
+		title = "Error"
+	}
+	page := templates.Page{Title: title}
+	if rerr := s.page(c, code, page, templates.Error(templates.ErrorView{Code: code, Title: title, Message: msg})); rerr != nil {
+		s.log.Error("render error page", "err", rerr)
+		_ = c.String(code, msg)
+	}
 }

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"sync"
+	"time"
+)
+
+// span is a stretch of time; an open span has a zero to.
+type span struct{ from, to time.Time }
+
+func (s span) contains(from, to time.Time) bool {
+	return !s.from.After(from) && !s.to.IsZero() && !s.to.Before(to)
+}
+
+func (s span) overlaps(from, to time.Time) bool {
+	end := s.to
+	if end.IsZero() {
+		return !s.from.After(to)
+	}
+	return s.from.Before(to) && end.After(from)
+}
+
+// timeline records, on the harness's clock (the same host clock PostgreSQL
+// reads), when each replica was working and when the database side was
+// disturbed. The audit expects a job and a result for exactly the slots it
+// can vouch for with it.
+type timeline struct {
+	mu      sync.Mutex
+	working map[string][]span // per replica: started (or thawed) until killed, frozen or stopped
+	dbFault []span            // PostgreSQL down or restarting, connections cut or slowed, plus recovery grace
+	start   time.Time
+	cutoff  time.Time
+}
+
+func newTimeline() *timeline { return &timeline{working: map[string][]span{}} }
+
+func (t *timeline) setStart(at time.Time)  { t.mu.Lock(); t.start = at; t.mu.Unlock() }
+func (t *timeline) setCutoff(at time.Time) { t.mu.Lock(); t.cutoff = at; t.mu.Unlock() }
+
+// up opens a working span for the replica unless one is open.
+func (t *timeline) up(name string, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	spans := t.working[name]
+	if n := len(spans); n > 0 && spans[n-1].to.IsZero() {
+		return
+	}
+	t.working[name] = append(spans, span{from: at})
+}
+
+// down closes the replica's open working span, if any.
+func (t *timeline) down(name string, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	spans := t.working[name]
+	if n := len(spans); n > 0 && spans[n-1].to.IsZero() {
+		spans[n-1].to = at
+	}
+}
+
+// dbFaultFrom opens a database-side fault and returns its index for dbFaultTo.
+func (t *timeline) dbFaultFrom(at time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dbFault = append(t.dbFault, span{from: at})
+	return len(t.dbFault) - 1
+}
+
+func (t *timeline) dbFaultTo(i int, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dbFault[i].to = at
+}
+
+// closeAll ends every open span at the end of the run.
+func (t *timeline) closeAll(at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, spans := range t.working {
+		if n := len(spans); n > 0 && spans[n-1].to.IsZero() {
+			spans[n-1].to = at
+		}
+		t.working[name] = spans
+	}
+	for i := range t.dbFault {
+		if t.dbFault[i].to.IsZero() {
+			t.dbFault[i].to = at
+		}
+	}
+}
+
+// coverage is the frozen timeline the audit judges slots with.
+type coverage struct {
+	working map[string][]span
+	dbFault []span
+	margin  time.Duration // kept clear around a stretch of work
+	need    time.Duration // the stretch of work that guarantees a producer tick
+}
+
+func (t *timeline) coverage(margin, need time.Duration) coverage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := coverage{working: map[string][]span{}, margin: margin, need: need, dbFault: append([]span(nil), t.dbFault...)}
+	for name, spans := range t.working {
+		c.working[name] = append([]span(nil), spans...)
+	}
+	return c
+}
+
+// expects reports whether the slot [from, to) must have a job and an
+// outcome. The job of a slot is created by any producer tick inside the
+// slot, and a working replica ticks at least every need (the longest pause
+// between ticks plus the tick itself). So the slot is expected when, inside
+// it, some replica worked without a break for at least need, with margin to
+// spare on both sides, and no database-side fault (or its recovery grace)
+// came within margin of that stretch. A stretch shorter than need, a replica
+// starting or waking up too late in the slot, or a database blip over the
+// only long stretch make the slot uncovered: past slots are never created,
+// so missing it is allowed.
+func (c coverage) expects(from, to time.Time) bool {
+	for _, spans := range c.working {
+		for _, w := range spans {
+			if w.to.IsZero() {
+				continue
+			}
+			piece := span{from: later(from, w.from.Add(c.margin)), to: earlier(to, w.to.Add(-c.margin))}
+			for _, p := range subtract(piece, c.dbFault, c.margin) {
+				if p.to.Sub(p.from) >= c.need {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// subtract removes from s every fault widened by margin and returns what is
+// left, in order.
+func subtract(s span, faults []span, margin time.Duration) []span {
+	if !s.to.After(s.from) {
+		return nil
+	}
+	left := []span{s}
+	for _, f := range faults {
+		fFrom, fTo := f.from.Add(-margin), f.to.Add(margin)
+		if f.to.IsZero() {
+			fTo = s.to.Add(time.Hour)
+		}
+		var next []span
+		for _, p := range left {
+			if !fFrom.Before(p.to) || !fTo.After(p.from) {
+				next = append(next, p) // no overlap
+				continue
+			}
+			if fFrom.After(p.from) {
+				next = append(next, span{from: p.from, to: fFrom})
+			}
+			if fTo.Before(p.to) {
+				next = append(next, span{from: fTo, to: p.to})
+			}
+		}
+		left = next
+	}
+	return left
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// dbFaultsDuring counts database-side faults that began within [from, to].
+func (c coverage) dbFaultsDuring(from, to time.Time) int {
+	n := 0
+	for _, f := range c.dbFault {
+		if !f.from.Before(from) && !f.from.After(to) {
+			n++
+		}
+	}
+	return n
+}
