@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make demo: the demo target on :8081 and two Vigil replicas on :8080 and :8082,
-# sharing one embedded PostgreSQL under ./.vigil. Ctrl-C stops all three (the
+# make demo: the demo target on :8081, an alert receiver on :9000 and two Vigil
+# replicas on :8080 and :8082, sharing one embedded PostgreSQL under ./.vigil. Ctrl-C stops them all (the
 # embedded PostgreSQL keeps running for the next start; `make db-stop` stops it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,8 @@ cleanup() {
 trap cleanup INT TERM EXIT
 
 bin/vigil demo-target -addr 127.0.0.1:8081 &
+pids+=($!)
+bin/vigil alerts receive -addr 127.0.0.1:9000 &
 pids+=($!)
 bin/vigil -addr :8080 -instance replica-8080 -config demo/vigil.yaml &
 pids+=($!)

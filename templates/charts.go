@@ -22,8 +22,11 @@ type tick struct {
 	Label string
 }
 
+type point struct{ X, Y string }
+
 type latencyChart struct {
-	Avg, Max string // SVG path data; a gap where a bucket has no result
+	Avg, Max string  // SVG path data; a gap where a bucket has no result
+	Points   []point // the averages, marked so a lone bucket shows too
 	Ticks    []tick
 	Label    string // the chart in words, for screen readers
 	Empty    bool
@@ -97,12 +100,13 @@ func newLatencyChart(s monitoring.Series, rangeLabel string) latencyChart {
 			cmd = "M"
 		}
 		fmt.Fprintf(&avg, "%s%s %s ", cmd, x, coord(y(p.AvgLatencyMS)))
+		c.Points = append(c.Points, point{X: x, Y: coord(y(p.AvgLatencyMS))})
 		fmt.Fprintf(&mx, "%s%s %s ", cmd, x, coord(y(p.MaxLatencyMS)))
 		prev = true
 	}
 	c.Avg, c.Max = strings.TrimSpace(avg.String()), strings.TrimSpace(mx.String())
 	for _, v := range []float64{0, yMax / 2, yMax} {
-		c.Ticks = append(c.Ticks, tick{Y: coord(y(v)), Label: latency(v)})
+		c.Ticks = append(c.Ticks, tick{Y: coord(y(v)), Label: tickLatency(v)})
 	}
 	c.Label = fmt.Sprintf("Latency over %s: average %s, highest %s.", rangeLabel, latency(sum/float64(n)), latency(top))
 	return c
@@ -142,4 +146,12 @@ func newAvailabilityChart(s monitoring.Series, rangeLabel string) availabilityCh
 	c.Label = fmt.Sprintf("Availability over %s: %s (%d of %d checks UP).", rangeLabel,
 		percent(monitoring.Ratio{Up: up, Total: total}), up, total)
 	return c
+}
+
+// tickLatency labels an axis tick: round values of niceCeil, so no rounding.
+func tickLatency(ms float64) string {
+	if ms >= 1000 {
+		return strconv.FormatFloat(ms/1000, 'f', -1, 64) + " s"
+	}
+	return strconv.FormatFloat(ms, 'f', -1, 64) + " ms"
 }

@@ -75,6 +75,8 @@ WHERE r.probed_by = 'replica-b' AND r.attempt = 2 AND r.status = 'UP' AND j.stat
 	require.Equal(t, 0, a.wait(t))
 	require.Equal(t, 0, b.wait(t))
 	require.Equal(t, 2, queryInt(t, pool, `SELECT count(*) FROM vigil_instance WHERE stopped_at IS NOT NULL`))
+	require.Equal(t, 1, queryInt(t, pool, `SELECT stale_completions FROM vigil_instance WHERE name = 'replica-a'`),
+		"the shared /instances page sees replica-a's stale completion")
 }
 
 // Two replicas share the checks; one is killed with SIGKILL, and the other

@@ -117,6 +117,13 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return exitCode(err, stderr)
 	}
 	defer webPool.Close()
+	// Maintenance (rollups, retention) has its own two connections: a retention
+	// batch neither waits for a worker's connection nor holds one up.
+	maintPool, err := newPool(url, s.Instance+" maintenance", 2)
+	if err != nil {
+		return exitCode(err, stderr)
+	}
+	defer maintPool.Close()
 	store := monitoring.NewStore(workPool)
 	webStore := monitoring.NewStore(webPool)
 	if cfg == nil {
@@ -129,6 +136,15 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 	buildInfo.WithLabelValues(version.String(), s.Instance).Set(1)
 	reg.MustRegister(buildInfo, monitoring.NewQueueCollector(webStore))
 	metrics := monitoring.NewMetrics(reg)
+	maint := monitoring.NewMaintenanceRunner(monitoring.NewStore(maintPool), monitoring.MaintenanceConfig{
+		Instance: s.Instance,
+		Retention: monitoring.RetentionPolicy{
+			Raw:        cfg.Retention.Raw,
+			Rollups:    cfg.Retention.Rollups,
+			FailedJobs: cfg.Retention.FailedJobs,
+			BatchSize:  cfg.Retention.BatchSize,
+		},
+	}, reg, log)
 
 	sc := cfg.Scheduler
 	sched := monitoring.NewScheduler(store, monitoring.NewHTTPProber(min(5*time.Second, sc.Lease/2)), monitoring.SchedulerConfig{
@@ -165,9 +181,15 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 			return
 		}
 		dispatcherDone := startDispatcher(ctx, store, cfg, s.Instance, reg, log)
+		maintDone := make(chan struct{})
+		go func() {
+			defer close(maintDone)
+			_ = maint.Run(ctx)
+		}()
 		log.Info("vigil replica started")
 		_ = sched.Run(ctx)
 		<-dispatcherDone
+		<-maintDone
 	}()
 
 	var runErr error
@@ -232,6 +254,9 @@ func newPool(url, appName string, maxConns int32) (*pgxpool.Pool, error) {
 	rp["lock_timeout"] = "10000"
 	rp["idle_in_transaction_session_timeout"] = "60000"
 	rp["application_name"] = "vigil " + appName
+	// JIT compiles plans for big estimated costs; for Vigil's short indexed
+	// queries that costs far more than it saves (470 ms on a 6 ms query).
+	rp["jit"] = "off"
 	poolCfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	poolCfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)

@@ -19,18 +19,22 @@ func (s *Store) RegisterInstance(ctx context.Context, in Instance) error {
 INSERT INTO vigil_instance (name, addr, version, started_at, heartbeat_at)
 VALUES ($1, $2, $3, clock_timestamp(), clock_timestamp())
 ON CONFLICT (name) DO UPDATE SET addr = EXCLUDED.addr, version = EXCLUDED.version,
-    started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = NULL`
+    started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = NULL,
+    stale_completions = 0`
 	if _, err := s.pool.Exec(ctx, q, in.Name, in.Addr, in.Version); err != nil {
 		return fmt.Errorf("register instance %q: %w", in.Name, err)
 	}
 	return nil
 }
 
-// Heartbeat marks the replica alive now; it re-registers the row if it went
-// missing (e.g. the database was restored).
-func (s *Store) Heartbeat(ctx context.Context, in Instance) error {
-	const q = `UPDATE vigil_instance SET heartbeat_at = clock_timestamp(), stopped_at = NULL WHERE name = $1`
-	tag, err := s.pool.Exec(ctx, q, in.Name)
+// Heartbeat marks the replica alive now and reports how many stale
+// completions it has had since it started; it re-registers the row if it
+// went missing (e.g. the database was restored).
+func (s *Store) Heartbeat(ctx context.Context, in Instance, staleCompletions int64) error {
+	const q = `
+UPDATE vigil_instance SET heartbeat_at = clock_timestamp(), stopped_at = NULL, stale_completions = $2
+WHERE name = $1`
+	tag, err := s.pool.Exec(ctx, q, in.Name, staleCompletions)
 	if err != nil {
 		return fmt.Errorf("heartbeat %q: %w", in.Name, err)
 	}
@@ -40,10 +44,13 @@ func (s *Store) Heartbeat(ctx context.Context, in Instance) error {
 	return nil
 }
 
-// MarkInstanceStopped records a graceful stop.
-func (s *Store) MarkInstanceStopped(ctx context.Context, name string) error {
-	const q = `UPDATE vigil_instance SET stopped_at = clock_timestamp(), heartbeat_at = clock_timestamp() WHERE name = $1`
-	if _, err := s.pool.Exec(ctx, q, name); err != nil {
+// MarkInstanceStopped records a graceful stop and the final count of stale
+// completions.
+func (s *Store) MarkInstanceStopped(ctx context.Context, name string, staleCompletions int64) error {
+	const q = `
+UPDATE vigil_instance SET stopped_at = clock_timestamp(), heartbeat_at = clock_timestamp(), stale_completions = $2
+WHERE name = $1`
+	if _, err := s.pool.Exec(ctx, q, name, staleCompletions); err != nil {
 		return fmt.Errorf("mark instance %q stopped: %w", name, err)
 	}
 	return nil

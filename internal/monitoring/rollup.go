@@ -13,10 +13,12 @@ import (
 // checks, UP count and latency min/avg/p50/p95/max. They are kept far longer
 // than raw results, so history pages read them where raw results are gone.
 //
-// A period is rolled up only once it is final: it ended RollupGrace ago and no
-// job of a slot in it is still READY or RUNNING (a backlog, a retry, a replica
-// that comes back after an outage can all still complete an old slot). The
-// producer never creates past slots, so nothing can be added to a final period.
+// A period is rolled up only once it is final: it ended the longest service
+// interval plus RollupGrace ago (the producer creates the current slot, which
+// may have started up to an interval ago), and no job of a slot in it is still
+// READY or RUNNING (a backlog, a retry, a replica that comes back after an
+// outage can all still complete an old slot). Nothing is added to a final
+// period after that.
 // A watermark per table (lifecycle_watermark) records how far rollups are final;
 // each run continues from it. Computing a period is idempotent: the row is
 // recomputed from the period's raw results and upserted, and an unchanged row
@@ -113,11 +115,20 @@ func (s *Store) RollUp(ctx context.Context) (RollupReport, error) {
 
 	from := w.HourlyUntil
 	if from == 0 {
-		// First run: start at the oldest job's hour (or at the limit when there is none).
+		// First run: start at the oldest job's hour (or at the limit when there
+		// is none), and record both starting points before any work, so a run
+		// stopped half-way leaves watermarks that the next one continues from.
 		from = limit
 		if oldest != nil {
 			from = min(floorTo(*oldest, hourSeconds), limit)
 		}
+		if err := s.advanceWatermark(ctx, watermarkHourly, from); err != nil {
+			return r, err
+		}
+		if err := s.advanceWatermark(ctx, watermarkDaily, floorTo(from, daySeconds)); err != nil {
+			return r, err
+		}
+		w.DailyUntil = floorTo(from, daySeconds)
 	}
 	r.HoursFrom, r.HoursUntil = from, from
 	for start := from; start < limit; start += rollupHourWindow * hourSeconds {
@@ -132,15 +143,9 @@ func (s *Store) RollUp(ctx context.Context) (RollupReport, error) {
 		}
 		r.HoursUntil = end
 	}
-	if w.HourlyUntil == 0 {
-		// Record the start even when no hour was final yet.
-		if err := s.advanceWatermark(ctx, watermarkHourly, r.HoursUntil); err != nil {
-			return r, err
-		}
-	}
 
 	dayFrom := w.DailyUntil
-	if dayFrom == 0 {
+	if dayFrom == 0 { // only if someone deleted the row
 		dayFrom = floorTo(from, daySeconds)
 	}
 	dayLimit := floorTo(r.HoursUntil, daySeconds)
@@ -156,21 +161,25 @@ func (s *Store) RollUp(ctx context.Context) (RollupReport, error) {
 		}
 		r.DaysUntil = day + daySeconds
 	}
-	if w.DailyUntil == 0 && r.DaysUntil > 0 {
-		if err := s.advanceWatermark(ctx, watermarkDaily, r.DaysUntil); err != nil {
-			return r, err
-		}
-	}
 	return r, nil
 }
 
 // rollupLimit returns the end of the last final hour on the DB clock, and the
-// oldest job's slot (for a first run). The open-slot minimums read the partial
-// indexes of READY and RUNNING jobs; "+ 0" keeps the planner from walking the
-// slot index from its old end through millions of DONE rows instead.
+// oldest job's slot (for a first run).
+//
+// The producer creates the current slot, floor(now / interval) * interval, so
+// a job created from now on has a slot after now - interval: a service added
+// or enabled half-way through a 2-hour slot gets a job for a slot that started
+// over an hour ago. Hours are therefore final only once they ended the longest
+// interval (plus RollupGrace) ago, and none of their jobs is still open.
+//
+// The open-slot minimums read the partial indexes of READY and RUNNING jobs;
+// "+ 0" keeps the planner from walking the slot index from its old end through
+// millions of DONE rows instead.
 func (s *Store) rollupLimit(ctx context.Context) (limit int64, oldest *int64, err error) {
 	const q = `
-SELECT floor(extract(epoch FROM clock_timestamp() - $1 * interval '1 microsecond'))::bigint,
+SELECT floor(extract(epoch FROM clock_timestamp() - $1 * interval '1 microsecond'))::bigint
+           - (SELECT coalesce(max(interval_seconds), 0) FROM monitored_service),
        (SELECT min(slot) FROM (
             SELECT min(scheduled_slot + 0) AS slot FROM monitoring_job WHERE state = 'READY'
             UNION ALL

@@ -2,7 +2,6 @@ package monitoring
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -10,8 +9,8 @@ import (
 
 // History reads that span the raw/rollup boundary. Raw results are kept for
 // retention.raw (7 days by default), rollups for retention.rollups (400 days);
-// a chart or an uptime figure over a longer range reads rollups for the final
-// periods and raw results only after them. For the final periods both give the
+// a chart over a longer range reads rollups for the final periods and raw
+// results only after them (the uptime figures of serviceSelect do the same). For the final periods both give the
 // same counts, so where the boundary falls does not change what is shown; it
 // only decides how many rows are read (720 hourly rows for 30 days instead of
 // 86,400 results at 30-second slots).
@@ -103,58 +102,3 @@ GROUP BY 1`
 }
 
 func clampEpoch(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
-
-// uptimeLateral is a drop-in for the uptime LATERAL of serviceSelect (see
-// view_overview.go) that reads hourly rollups before the hourly watermark: the
-// 30-day figure stays right once raw results are pruned after 7 days, and costs
-// about 720 rollup rows per service instead of 86,400 results. $1 is the window
-// end in epoch seconds; m.id the service.
-//
-// Each window [ws, now) is split at whole hours: raw results for the partial
-// first hour (while they exist), hourly rollups from the first whole hour up to
-// the watermark, raw results after it.
-var uptimeLateral = fmt.Sprintf(`
-CROSS JOIN LATERAL (
-    WITH wm AS (
-        SELECT coalesce((SELECT until_epoch FROM lifecycle_watermark WHERE name = 'rollup_hourly'), 0) AS hourly
-    )
-    SELECT d.up AS day_up, d.n AS day_total, w.up AS week_up, w.n AS week_total, mo.up AS month_up, mo.n AS month_total
-    FROM %s d, %s w, %s mo
-) u`, uptimeWindow("$1 - 86400"), uptimeWindow("$1 - 7 * 86400"), uptimeWindow("$1 - 30 * 86400"))
-
-// ServiceUptime reads a service's uptime over the 24 hours, 7 days and 30 days
-// before end (epoch seconds), through uptimeLateral.
-func (s *Store) ServiceUptime(ctx context.Context, serviceID, end int64) (Uptime, error) {
-	q := `SELECT u.day_up, u.day_total, u.week_up, u.week_total, u.month_up, u.month_total
-FROM (SELECT id FROM monitored_service WHERE id = $2) m` + uptimeLateral
-	var u Uptime
-	err := s.readSnapshot(ctx, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, q, end, serviceID).Scan(&u.Day.Up, &u.Day.Total, &u.Week.Up, &u.Week.Total, &u.Month.Up, &u.Month.Total)
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Uptime{}, ErrNotFound
-	}
-	if err != nil {
-		return Uptime{}, fmt.Errorf("uptime of service %d: %w", serviceID, err)
-	}
-	return u, nil
-}
-
-func uptimeWindow(ws string) string {
-	return fmt.Sprintf(`(
-        SELECT coalesce(sum(up), 0)::bigint AS up, coalesce(sum(n), 0)::bigint AS n FROM (
-            SELECT h.up_count AS up, h.checks AS n
-            FROM service_rollup_hourly h, wm
-            WHERE h.service_id = m.id AND h.hour_start >= ((%[1]s) + 3599) / 3600 * 3600 AND h.hour_start < wm.hourly
-            UNION ALL
-            SELECT (r.status = 'UP')::int, 1
-            FROM monitoring_job_result r, wm
-            WHERE r.service_id = m.id AND r.scheduled_slot >= (%[1]s)
-              AND r.scheduled_slot < least(((%[1]s) + 3599) / 3600 * 3600, wm.hourly)
-            UNION ALL
-            SELECT (r.status = 'UP')::int, 1
-            FROM monitoring_job_result r, wm
-            WHERE r.service_id = m.id AND r.scheduled_slot >= greatest((%[1]s), wm.hourly)
-        ) x
-    )`, ws)
-}

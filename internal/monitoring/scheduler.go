@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -68,6 +69,7 @@ type Scheduler struct {
 	log     *slog.Logger
 	outage  *outageLog
 	wake    chan struct{}
+	stale   atomic.Int64 // stale completions since start, reported with each heartbeat
 }
 
 // NewScheduler wires a scheduler; Run starts it.
@@ -116,7 +118,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := s.store.MarkInstanceStopped(stopCtx, s.cfg.Instance.Name); err != nil {
+	if err := s.store.MarkInstanceStopped(stopCtx, s.cfg.Instance.Name, s.stale.Load()); err != nil {
 		s.log.Warn("could not mark instance stopped", "err", err)
 	}
 	return nil
@@ -144,7 +146,7 @@ func (s *Scheduler) produce(ctx context.Context) {
 			}
 		}
 		if err == nil && time.Since(lastBeat) >= s.cfg.HeartbeatEvery {
-			err = s.store.Heartbeat(ctx, s.cfg.Instance)
+			err = s.store.Heartbeat(ctx, s.cfg.Instance, s.stale.Load())
 			lastBeat = time.Now()
 		}
 		if err != nil && ctx.Err() == nil {
@@ -279,6 +281,7 @@ func (s *Scheduler) work(hardCtx context.Context, job Job) {
 	switch {
 	case errors.Is(err, ErrStaleOwner):
 		s.metrics.StaleCompletions.Inc()
+		s.stale.Add(1)
 		log.Warn("stale completion discarded: lease expired or job taken over", "status", result.Status)
 	case err != nil:
 		s.metrics.DatabaseErrors.Inc()
@@ -313,6 +316,7 @@ func (s *Scheduler) retry(ctx context.Context, job Job, reason string, log *slog
 	switch {
 	case errors.Is(err, ErrStaleOwner):
 		s.metrics.StaleCompletions.Inc()
+		s.stale.Add(1)
 		log.Warn("stale retry discarded: lease expired or job taken over", "reason", reason)
 	case err != nil:
 		// The lease will expire and another claim retries the job. This is

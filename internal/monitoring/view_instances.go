@@ -25,12 +25,16 @@ type InstanceRow struct {
 	// Completed counts results it stored in the last 5 minutes; Retried those
 	// of them that took more than one claim (a retry or a takeover).
 	Completed, Retried int64
+	// StaleCompletions: completions this replica had rejected since it
+	// started (its lease had passed to another), as its heartbeat reports.
+	StaleCompletions int64
 }
 
 // InstanceList is the replicas page.
 type InstanceList struct {
 	Now       time.Time
 	Instances []InstanceRow
+	Locks     []LockHolder // singleton maintenance tasks and who holds them
 }
 
 // RecentlySeen is how long a stopped or silent replica stays on the page.
@@ -40,8 +44,8 @@ const RecentlySeen = 24 * time.Hour
 // what they hold and did. At most 200 rows.
 //
 // Stale completions (a replica finishing a job it no longer held) write
-// nothing to the database by design; each replica counts its own in
-// vigil_stale_completions_total on /metrics.
+// nothing to job data by design; each replica reports its own count with
+// its heartbeat, as it does on /metrics (vigil_stale_completions_total).
 func (s *Store) InstanceList(ctx context.Context) (InstanceList, error) {
 	const q = `
 WITH held AS (
@@ -57,7 +61,8 @@ WITH held AS (
 )
 SELECT i.name, i.addr, i.version, i.started_at, i.heartbeat_at, i.stopped_at,
        i.stopped_at IS NULL AND i.heartbeat_at > now() - $1 * interval '1 millisecond' AS live,
-       coalesce(h.n, 0), coalesce(h.expired, 0), coalesce(c.n, 0), coalesce(c.retried, 0)
+       coalesce(h.n, 0), coalesce(h.expired, 0), coalesce(c.n, 0), coalesce(c.retried, 0),
+       i.stale_completions
 FROM vigil_instance i
 LEFT JOIN held h ON h.name = i.name
 LEFT JOIN completed c ON c.name = i.name
@@ -76,9 +81,13 @@ LIMIT 200`
 		list.Instances, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (InstanceRow, error) {
 			var in InstanceRow
 			err := row.Scan(&in.Name, &in.Addr, &in.Version, &in.StartedAt, &in.HeartbeatAt, &in.StoppedAt,
-				&in.Live, &in.JobsHeld, &in.HeldExpired, &in.Completed, &in.Retried)
+				&in.Live, &in.JobsHeld, &in.HeldExpired, &in.Completed, &in.Retried, &in.StaleCompletions)
 			return in, err
 		})
+		if err != nil {
+			return err
+		}
+		list.Locks, err = lockHolders(ctx, tx)
 		return err
 	})
 	if err != nil {

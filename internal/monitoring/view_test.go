@@ -208,7 +208,7 @@ func TestViewsReadWhatCompleteWrites(t *testing.T) {
 	require.Equal(t, "a", d.Results[0].ProbedBy)
 	require.Len(t, d.Alerts, 1)
 
-	require.NoError(t, b.store.MarkInstanceStopped(ctx, "a"))
+	require.NoError(t, b.store.MarkInstanceStopped(ctx, "a", 3))
 	list, err = b.store.InstanceList(ctx)
 	require.NoError(t, err)
 	require.False(t, list.Instances[0].Live, "a stopped replica is not live")

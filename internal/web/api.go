@@ -88,6 +88,8 @@ type apiInstance struct {
 	StoppedAt   *time.Time `json:"stopped_at"`
 	JobsHeld    int64      `json:"jobs_held"`
 	Completed5m int64      `json:"completed_5m"`
+	// Completions rejected since the replica started: its lease had passed on.
+	StaleCompletions int64 `json:"stale_completions"`
 }
 
 type apiAlert struct {
@@ -212,7 +214,7 @@ func toAPIInstance(in monitoring.InstanceRow) apiInstance {
 	return apiInstance{
 		Name: in.Name, Addr: in.Addr, Version: in.Version, StartedAt: utc(in.StartedAt),
 		HeartbeatAt: utc(in.HeartbeatAt), Live: in.Live, StoppedAt: optUTC(in.StoppedAt),
-		JobsHeld: in.JobsHeld, Completed5m: in.Completed,
+		JobsHeld: in.JobsHeld, Completed5m: in.Completed, StaleCompletions: in.StaleCompletions,
 	}
 }
 

@@ -41,6 +41,20 @@ func TestInstancesPage(t *testing.T) {
 	require.Equal(t, "1 (1 lease lapsed)", text(one(t, bb, "jobs-held")))
 	require.Contains(t, text(one(t, row(t, doc, "instance", "replica-c"), "live")), "stopped")
 	require.Contains(t, text(one(t, doc, "stale-note")), "vigil_stale_completions_total")
+	require.Equal(t, "0", text(one(t, a, "stale-completions")))
+
+	// A replica reports its stale completions with its heartbeat; singleton
+	// maintenance locks show who ran each task last.
+	_, err := b.pool.Exec(t.Context(), `UPDATE vigil_instance SET stale_completions = 7 WHERE name = 'replica-b'`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(t.Context(), `INSERT INTO scheduler_lock (name, lock_until, locked_at, locked_by)
+VALUES ('retention', clock_timestamp() + interval '1 minute', clock_timestamp(), 'replica-a')`)
+	require.NoError(t, err)
+	doc = b.page(t, "/instances", http.StatusOK)
+	require.Equal(t, "7", text(one(t, row(t, doc, "instance", "replica-b"), "stale-completions")))
+	lock := row(t, doc, "lock", "retention")
+	require.Equal(t, "replica-a", text(one(t, lock, "lock-holder")))
+	require.Equal(t, "held", text(one(t, lock, "lock-state")))
 
 	var out struct {
 		Instances []map[string]any `json:"instances"`

@@ -26,7 +26,7 @@ func TestServicePage(t *testing.T) {
 	doc := b.page(t, "/services/payments", http.StatusOK)
 	require.Equal(t, "payments", text(one(t, doc, "service-name")))
 	require.Equal(t, "DOWN", attr(one(t, one(t, doc, "service-title"), "status"), "data-status"))
-	require.Contains(t, text(one(t, doc, "current-status")), "DOWN since")
+	require.Regexp(t, `^DOWN since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$`, text(one(t, doc, "current-status")))
 	require.Equal(t, "replica-b", text(one(t, doc, "checked-by")))
 	require.Equal(t, "HTTP 503", text(one(t, doc, "reason")))
 	require.Equal(t, "https://user:xxxxx@example.test/health", text(one(t, doc, "config-url")), "the password is hidden")

@@ -9,10 +9,17 @@
   const main = document.getElementById("content");
   if (!main) return;
 
-  const local = new Intl.DateTimeFormat(undefined, {
-    year: "numeric", month: "2-digit", day: "2-digit",
-    hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short",
+  // Compact text (the year only when it is not this one); the title holds
+  // the full local time with its zone and the absolute UTC value.
+  const short = new Intl.DateTimeFormat(undefined, {
+    month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23",
   });
+  const withYear = new Intl.DateTimeFormat(undefined, {
+    year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23",
+  });
+  const full = new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "long" });
+  const thisYear = new Date().getFullYear();
+  const local = { format: (d) => (d.getFullYear() === thisYear ? short : withYear).format(d) };
   const utc = (d) => d.toISOString().replace(".000Z", "Z");
 
   function localiseTimes(root) {
@@ -20,7 +27,7 @@
       const d = new Date(el.getAttribute("datetime"));
       if (Number.isNaN(d.getTime())) continue;
       el.textContent = local.format(d);
-      el.title = utc(d) + " (UTC)";
+      el.title = full.format(d) + " · " + utc(d);
     }
   }
 
