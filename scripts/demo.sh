@@ -24,4 +24,6 @@ pids+=($!)
 bin/vigil -addr :8082 -instance replica-8082 -config demo/vigil.yaml &
 pids+=($!)
 echo "demo: open http://localhost:8080 and http://localhost:8082 (Ctrl-C to stop)"
-wait -n "${pids[@]}" || true
+# Wait for all of them: killing one replica (kill -9) leaves the others running,
+# which is the point of the demo. Ctrl-C stops everything.
+wait
