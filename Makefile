@@ -1,7 +1,7 @@
 # Vigil's everyday commands. `make demo` and `make test` are the README's quick start.
 GO ?= go
 
-.PHONY: run demo test build vet fmt check generate generate-check chaos db-stop clean
+.PHONY: run demo test build vet fmt check generate generate-check chaos load db-stop clean
 
 # One replica on :8080 with the embedded PostgreSQL (or DATABASE_URL) and ./vigil.yaml if present.
 run:
@@ -46,6 +46,13 @@ SEED ?= 0
 SERVICES ?= 100
 chaos:
 	$(GO) run ./scripts/chaos -duration $(DURATION) -seed $(SEED) -services $(SERVICES)
+
+# Performance: a fresh durable PostgreSQL, the demo target, SERVICES at 30 s and
+# REPLICAS replicas for DURATION, then a table from the database and /proc;
+# docs/performance.md.
+REPLICAS ?= 2
+load:
+	$(GO) run ./scripts/load -services $(SERVICES) -replicas $(REPLICAS) -duration $(DURATION)
 
 # Stop the embedded PostgreSQL that `make run`/`make demo` started under ./.vigil.
 db-stop:

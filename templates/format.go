@@ -28,6 +28,12 @@ type Page struct {
 	// Refresh is the polling period in seconds for the page's script; 0 turns
 	// refreshing off.
 	Refresh int
+	// User is who is logged in ("" for nobody); CSRF is their session's form
+	// token, for the logout button.
+	User string
+	CSRF string
+	// CanManage shows the link to the management pages.
+	CanManage bool
 }
 
 const timeLayout = "2006-01-02 15:04:05 UTC"
@@ -165,6 +171,9 @@ func resultTitle(r monitoring.Result) string {
 	b.WriteString(slotText(r.Slot))
 	b.WriteString(" · ")
 	b.WriteString(r.Status)
+	if r.Degraded {
+		b.WriteString(" (slow)")
+	}
 	b.WriteString(" · ")
 	b.WriteString(latency(r.LatencyMS))
 	if r.Status != "UP" && r.HTTPStatus != nil {

@@ -144,16 +144,25 @@ func (d *decoder) alerts(root *mappingFields, a *Alerts) {
 
 // headers reads a webhook's headers: a mapping of header name to value.
 func (d *decoder) headers(f *mappingFields, sc scope, w *Webhook) {
+	if h := d.headerMap(f, sc, true); h != nil {
+		w.Headers = h
+	}
+}
+
+// headerMap reads the headers mapping of an item. With expand, ${NAME} references are
+// resolved; without, they are checked (syntax, set on this replica) and kept as written,
+// for values resolved later by whoever sends the request.
+func (d *decoder) headerMap(f *mappingFields, sc scope, expand bool) map[string]string {
 	n, ok := f.values["headers"]
 	if !ok || isNull(n) {
-		return
+		return nil
 	}
 	example := `headers: followed by one header per indented line, e.g. Authorization: "Bearer ${OPS_TOKEN}"`
 	if n.Kind != yaml.MappingNode {
 		d.fail(sc, "headers", n, "headers is "+kindName(n)+", not a mapping", "write "+example)
-		return
+		return nil
 	}
-	w.Headers = map[string]string{}
+	headers := map[string]string{}
 	seen := map[string]string{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, value := resolve(n.Content[i]), resolve(n.Content[i+1])
@@ -180,9 +189,13 @@ func (d *decoder) headers(f *mappingFields, sc scope, w *Webhook) {
 			text = ""
 		}
 		if v, ok := d.expand(f, sc, field, "header "+quote(name), text); ok {
-			w.Headers[name] = v
+			if !expand {
+				v = text
+			}
+			headers[name] = v
 		}
 	}
+	return headers
 }
 
 var envReference = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/vigilhq/vigil/internal/monitoring"
 )
 
 // Defaults and limits. The limits keep a typo (workers: 80000, poll: 1ms) from turning into
@@ -59,6 +61,9 @@ type Scheduler struct {
 	RetryCap    time.Duration // backoff ceiling; default 60s, at least RetryBase
 	Workers     int           // concurrent probes per replica; default 8, 1..10000
 	Poll        time.Duration // how often an idle worker looks for jobs; default 1s, at least 10ms
+	// AllowLinkLocal lets every service probe link-local and cloud metadata addresses
+	// (169.254.0.0/16, fe80::/10, fd00:ec2::254), which are refused by default.
+	AllowLinkLocal bool
 }
 
 // DefaultTimeout is the probe timeout of a service that sets none: 5s, or half the lease
@@ -76,7 +81,7 @@ type Group struct {
 	Name string
 }
 
-// Service is one HTTP endpoint to probe.
+// Service is one endpoint to probe: http (the default), tcp, tls or dns (probe.go).
 //
 // Name is free text (spaces and any printable character are allowed) because the web layer
 // path-escapes it in /services/{name}. It must be non-empty, at most 200 characters, without
@@ -89,6 +94,12 @@ type Service struct {
 	Interval time.Duration // slot length; default 30s, at least 1s, whole seconds
 	Timeout  time.Duration // probe timeout; more than 0 and shorter than Scheduler.Lease
 	Enabled  bool          // default true; a disabled service keeps its history but gets no jobs
+	// Probe is the probe type, HTTP options, conditions and degraded threshold, stored as is
+	// in the database: header, body and auth values keep their ${NAME} references.
+	Probe monitoring.ProbeSpec
+	// DegradedAbove marks an UP result slower than this as degraded; 0 for never.
+	// Probe.DegradedAboveMS holds the same value for the prober.
+	DegradedAbove time.Duration
 }
 
 // Default returns the configuration of an empty file: default scheduler and alert settings,

@@ -19,9 +19,9 @@ import (
 // Known keys, in the order messages list them.
 var (
 	rootFields      = []string{"scheduler", "groups", "services", "alerts", "maintenance_windows", "retention"}
-	schedulerFields = []string{"lease", "max_attempts", "retry_base", "retry_cap", "workers", "poll"}
+	schedulerFields = []string{"lease", "max_attempts", "retry_base", "retry_cap", "workers", "poll", "allow_link_local"}
 	groupFields     = []string{"name"}
-	serviceFields   = []string{"name", "group", "url", "interval", "timeout", "enabled"}
+	serviceFields   = append([]string{"name", "group", "url", "interval", "timeout", "enabled"}, probeFields...) // probe.go
 )
 
 // Parse reads a services file, applies defaults and validates the result. An empty file is
@@ -171,6 +171,7 @@ func (d *decoder) config(doc *yaml.Node) *Config {
 		d.duration(sf, sc, "retry_cap", &s.RetryCap)
 		d.integer(sf, sc, "workers", &s.Workers)
 		d.duration(sf, sc, "poll", &s.Poll)
+		d.boolean(sf, sc, "allow_link_local", &s.AllowLinkLocal)
 	}
 
 	for i, item := range d.list(f, "groups", `write each group as an item "- name: core"`) {
@@ -208,6 +209,7 @@ func (d *decoder) config(doc *yaml.Node) *Config {
 		d.duration(sf, sc, "interval", &s.Interval)
 		d.duration(sf, sc, "timeout", &s.Timeout)
 		d.boolean(sf, sc, "enabled", &s.Enabled)
+		d.probe(sf, sc, s, cfg.Scheduler.AllowLinkLocal) // probe.go
 		if _, set := sf.values["timeout"]; !set && leaseBroken {
 			d.quiet[sc.field("timeout")] = true
 		}

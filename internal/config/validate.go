@@ -140,7 +140,7 @@ func (v *validator) services(services []Service, s Scheduler, groupNames []strin
 			v.report(sc, "group", "group "+quote(svc.Group)+" is not defined", fix)
 		}
 
-		v.url(sc, "url", svc.URL, "the address to probe, e.g. http://127.0.0.1:8081/health")
+		v.probe(sc, svc) // probe.go: the url, the probe type and its options
 
 		switch {
 		case svc.Interval < minInterval:

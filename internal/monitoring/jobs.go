@@ -18,7 +18,8 @@ type Job struct {
 	Slot        int64 // slot start, epoch seconds
 	TargetURL   string
 	Timeout     time.Duration
-	Attempt     int // 1 for the first claim
+	Probe       ProbeSpec // snapshot of the service's probe definition at enqueue time
+	Attempt     int       // 1 for the first claim
 	MaxAttempts int
 	Token       uuid.UUID
 	LeaseUntil  time.Time
@@ -39,8 +40,8 @@ type Job struct {
 func (s *Store) EnqueueDue(ctx context.Context, maxAttempts int) (int64, error) {
 	const q = `
 WITH db_now AS (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint AS epoch)
-INSERT INTO monitoring_job (service_id, scheduled_slot, target_url, timeout_ms, max_attempts, available_at)
-SELECT s.id, slot.start, s.url, s.timeout_ms, $1, to_timestamp(slot.start)
+INSERT INTO monitoring_job (service_id, scheduled_slot, target_url, timeout_ms, probe, max_attempts, available_at)
+SELECT s.id, slot.start, s.url, s.timeout_ms, s.probe, $1, to_timestamp(slot.start)
 FROM monitored_service s
 CROSS JOIN db_now
 CROSS JOIN LATERAL (SELECT db_now.epoch - db_now.epoch % s.interval_seconds AS start) slot
@@ -98,7 +99,7 @@ SET state = 'RUNNING',
     claimed_at = clock_timestamp()
 FROM picked
 WHERE j.id = picked.id
-RETURNING j.id, j.service_id, j.scheduled_slot, j.target_url, j.timeout_ms,
+RETURNING j.id, j.service_id, j.scheduled_slot, j.target_url, j.timeout_ms, j.probe,
           j.attempts, j.max_attempts, j.owner_token, j.lease_until`
 	if p.Limit <= 0 {
 		return nil, nil
@@ -110,7 +111,7 @@ RETURNING j.id, j.service_id, j.scheduled_slot, j.target_url, j.timeout_ms,
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Job, error) {
 		var j Job
 		var timeoutMS int
-		err := row.Scan(&j.ID, &j.ServiceID, &j.Slot, &j.TargetURL, &timeoutMS,
+		err := row.Scan(&j.ID, &j.ServiceID, &j.Slot, &j.TargetURL, &timeoutMS, &j.Probe,
 			&j.Attempt, &j.MaxAttempts, &j.Token, &j.LeaseUntil)
 		j.Timeout = time.Duration(timeoutMS) * time.Millisecond
 		return j, err
@@ -182,14 +183,14 @@ RETURNING j.service_id, j.scheduled_slot, j.attempts, guard.lease_until, guard.a
 		const result = `
 INSERT INTO monitoring_job_result
     (job_id, service_id, scheduled_slot, status, latency_ms, http_status, error, attempt, owner_token, probed_by,
-     lease_until, guarded_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     lease_until, guarded_at, degraded, failed_condition)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 RETURNING observed_at`
 		r := p.Result
 		var observedAt time.Time
 		err = tx.QueryRow(ctx, result, p.JobID, serviceID, slot, r.Status, latencyMS(r.Latency),
 			nullInt(r.HTTPStatus), nullString(r.Error), attempt, p.Token, p.Instance,
-			leaseUntil, guardedAt).Scan(&observedAt)
+			leaseUntil, guardedAt, r.Degraded, nullString(r.FailedCondition)).Scan(&observedAt)
 		if err != nil {
 			return fmt.Errorf("insert result: %w", err)
 		}

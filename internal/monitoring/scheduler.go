@@ -200,7 +200,13 @@ func (s *Scheduler) claimLoop(ctx, hardCtx context.Context, workers *sync.WaitGr
 				break take
 			}
 		}
-		jobs, err := s.store.Claim(ctx, ClaimParams{Instance: s.cfg.Instance.Name, Limit: n, Lease: s.cfg.Lease})
+		// The claim is not cancelled by shutdown: cancelled halfway, it may
+		// commit on the server while its rows never reach us, and those jobs
+		// would sit RUNNING under nobody until their leases expire. What it
+		// returns is worked on (and released if the grace runs out).
+		claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		jobs, err := s.store.Claim(claimCtx, ClaimParams{Instance: s.cfg.Instance.Name, Limit: n, Lease: s.cfg.Lease})
+		cancelClaim()
 		for range n - len(jobs) {
 			free <- struct{}{}
 		}
@@ -273,6 +279,8 @@ func (s *Scheduler) work(hardCtx context.Context, job Job) {
 	}
 	s.metrics.Probes.WithLabelValues(result.Status).Inc()
 	s.metrics.ProbeDuration.Observe(result.Latency.Seconds())
+	log.Debug("probed", "status", result.Status, "latency", result.Latency, "degraded", result.Degraded,
+		"reason", result.Error)
 	c, err := s.store.Complete(writeCtx, CompleteParams{
 		JobID: job.ID, Token: job.Token, Instance: s.cfg.Instance.Name, Result: result,
 		FailureThreshold: s.cfg.FailureThreshold, SuccessThreshold: s.cfg.SuccessThreshold,
@@ -306,6 +314,9 @@ func (s *Scheduler) probe(ctx context.Context, job Job) (res ProbeResult, err er
 			err = fmt.Errorf("probe panicked: %v", r)
 		}
 	}()
+	if tp, ok := s.prober.(TargetProber); ok {
+		return tp.ProbeTarget(ctx, ProbeRequest{Target: job.TargetURL, Timeout: job.Timeout, Spec: job.Probe}), nil
+	}
 	return s.prober.Probe(ctx, job.TargetURL, job.Timeout), nil
 }
 

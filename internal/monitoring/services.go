@@ -2,6 +2,7 @@ package monitoring
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -16,6 +17,7 @@ type ServiceSpec struct {
 	Interval time.Duration // whole seconds, at least 1s
 	Timeout  time.Duration
 	Enabled  bool
+	Probe    ProbeSpec // type, HTTP options, conditions; secrets only as ${NAME} templates
 }
 
 // SyncSummary counts what a config sync changed.
@@ -46,6 +48,7 @@ INSERT INTO monitoring_group (name) SELECT unnest($1::text[]) ON CONFLICT (name)
 		intervals := make([]int32, len(services))
 		timeouts := make([]int32, len(services))
 		enabled := make([]bool, len(services))
+		probes := make([]string, len(services))
 		for i, svc := range services {
 			names[i] = svc.Name
 			if svc.Group != "" {
@@ -56,21 +59,26 @@ INSERT INTO monitoring_group (name) SELECT unnest($1::text[]) ON CONFLICT (name)
 			intervals[i] = int32(svc.Interval / time.Second)
 			timeouts[i] = int32(svc.Timeout / time.Millisecond)
 			enabled[i] = svc.Enabled
+			probe, err := json.Marshal(svc.Probe)
+			if err != nil {
+				return fmt.Errorf("service %q probe: %w", svc.Name, err)
+			}
+			probes[i] = string(probe)
 		}
 		const upsert = `
-INSERT INTO monitored_service AS m (name, group_id, url, interval_seconds, timeout_ms, enabled, source)
-SELECT x.name, g.id, x.url, x.interval_seconds, x.timeout_ms, x.enabled, 'config'
-FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[])
-     AS x(name, group_name, url, interval_seconds, timeout_ms, enabled)
+INSERT INTO monitored_service AS m (name, group_id, url, interval_seconds, timeout_ms, enabled, probe, source)
+SELECT x.name, g.id, x.url, x.interval_seconds, x.timeout_ms, x.enabled, x.probe::jsonb, 'config'
+FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[], $7::text[])
+     AS x(name, group_name, url, interval_seconds, timeout_ms, enabled, probe)
 LEFT JOIN monitoring_group g ON g.name = x.group_name
 ON CONFLICT (name) DO UPDATE SET
     group_id = EXCLUDED.group_id, url = EXCLUDED.url, interval_seconds = EXCLUDED.interval_seconds,
-    timeout_ms = EXCLUDED.timeout_ms, enabled = EXCLUDED.enabled, source = 'config',
+    timeout_ms = EXCLUDED.timeout_ms, enabled = EXCLUDED.enabled, probe = EXCLUDED.probe, source = 'config',
     retired_at = NULL, updated_at = clock_timestamp()
-WHERE (m.group_id, m.url, m.interval_seconds, m.timeout_ms, m.enabled, m.source, m.retired_at)
+WHERE (m.group_id, m.url, m.interval_seconds, m.timeout_ms, m.enabled, m.probe, m.source, m.retired_at)
       IS DISTINCT FROM (EXCLUDED.group_id, EXCLUDED.url, EXCLUDED.interval_seconds,
-                        EXCLUDED.timeout_ms, EXCLUDED.enabled, 'config', NULL::timestamptz)`
-		tag, err := tx.Exec(ctx, upsert, names, groupNames, urls, intervals, timeouts, enabled)
+                        EXCLUDED.timeout_ms, EXCLUDED.enabled, EXCLUDED.probe, 'config', NULL::timestamptz)`
+		tag, err := tx.Exec(ctx, upsert, names, groupNames, urls, intervals, timeouts, enabled, probes)
 		if err != nil {
 			return fmt.Errorf("services: %w", err)
 		}

@@ -35,9 +35,9 @@ func upsertStatus(ctx context.Context, tx pgx.Tx, u statusUpdate) (serviceState,
 	const q = `
 INSERT INTO service_status AS s
     (service_id, status, last_slot, last_job_id, checked_at, checked_by, latency_ms, http_status, error,
-     consecutive_failures, consecutive_successes, status_since)
+     consecutive_failures, consecutive_successes, status_since, degraded)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        CASE WHEN $2 = 'DOWN' THEN 1 ELSE 0 END, CASE WHEN $2 = 'UP' THEN 1 ELSE 0 END, $5)
+        CASE WHEN $2 = 'DOWN' THEN 1 ELSE 0 END, CASE WHEN $2 = 'UP' THEN 1 ELSE 0 END, $5, $10)
 ON CONFLICT (service_id) DO UPDATE SET
     status = EXCLUDED.status,
     last_slot = EXCLUDED.last_slot,
@@ -47,6 +47,7 @@ ON CONFLICT (service_id) DO UPDATE SET
     latency_ms = EXCLUDED.latency_ms,
     http_status = EXCLUDED.http_status,
     error = EXCLUDED.error,
+    degraded = EXCLUDED.degraded,
     consecutive_failures = CASE WHEN EXCLUDED.status = 'DOWN' THEN s.consecutive_failures + 1 ELSE 0 END,
     consecutive_successes = CASE WHEN EXCLUDED.status = 'UP' THEN s.consecutive_successes + 1 ELSE 0 END,
     status_since = CASE WHEN EXCLUDED.status = s.status THEN s.status_since ELSE EXCLUDED.checked_at END
@@ -55,7 +56,7 @@ RETURNING status, consecutive_failures, consecutive_successes, status_since, che
 	r := u.result
 	var st serviceState
 	err := tx.QueryRow(ctx, q, u.serviceID, r.Status, u.slot, u.jobID, u.checkedAt, u.checkedBy,
-		latencyMS(r.Latency), nullInt(r.HTTPStatus), nullString(r.Error)).
+		latencyMS(r.Latency), nullInt(r.HTTPStatus), nullString(r.Error), r.Degraded).
 		Scan(&st.status, &st.consecutiveFailures, &st.consecutiveSuccesses, &st.statusSince,
 			&st.checkedAt, &st.alertState, &st.alertSince)
 	if errors.Is(err, pgx.ErrNoRows) {

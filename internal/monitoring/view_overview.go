@@ -27,8 +27,12 @@ type ServiceSummary struct {
 	LatencyMS   *float64
 	HTTPStatus  *int
 	Error       string // the latest result's reason, "" when UP
-	Uptime      Uptime
-	Recent      []Result // the latest results, oldest first (overview only)
+	Degraded    bool   // the latest result was UP but slower than degraded_above
+	// Probe is the service's probe definition. Header, body and auth values are ${NAME}
+	// templates at most; pages still show only header names and the kind of auth.
+	Probe  ProbeSpec
+	Uptime Uptime
+	Recent []Result // the latest results, oldest first (overview only)
 }
 
 // Overdue says whether an enabled service has gone unchecked for well over
@@ -102,7 +106,7 @@ const serviceSelect = `
 SELECT m.id, m.name, coalesce(g.name, ''), m.url, m.enabled, m.interval_seconds, m.timeout_ms, m.retired_at,
        CASE WHEN NOT m.enabled THEN 'PAUSED' ELSE coalesce(st.status, 'PENDING') END,
        st.status_since, st.last_slot, st.checked_at, coalesce(st.checked_by, ''), st.latency_ms, st.http_status,
-       coalesce(st.error, ''),
+       coalesce(st.error, ''), coalesce(st.degraded, false), m.probe,
        u.day_up, u.day_total, u.week_up, u.week_total, u.month_up, u.month_total
 FROM %s
 LEFT JOIN monitoring_group g ON g.id = m.group_id
@@ -150,7 +154,7 @@ func scanServiceSummary(row pgx.CollectableRow) (ServiceSummary, error) {
 	var interval, timeoutMS int
 	err := row.Scan(&v.ID, &v.Name, &v.Group, &v.URL, &v.Enabled, &interval, &timeoutMS, &v.RetiredAt,
 		&v.Status, &v.StatusSince, &v.LastSlot, &v.CheckedAt, &v.CheckedBy, &v.LatencyMS, &v.HTTPStatus,
-		&v.Error,
+		&v.Error, &v.Degraded, &v.Probe,
 		&v.Uptime.Day.Up, &v.Uptime.Day.Total, &v.Uptime.Week.Up, &v.Uptime.Week.Total,
 		&v.Uptime.Month.Up, &v.Uptime.Month.Total)
 	v.Interval = time.Duration(interval) * time.Second
@@ -223,7 +227,7 @@ ORDER BY g.name NULLS LAST, m.name`
 		// scheduled_slot DESC) index; reasons are cut short for the strip.
 		const recent = `
 SELECT s.id, r.job_id, r.scheduled_slot, r.status, r.latency_ms, r.http_status, coalesce(left(r.error, 160), ''),
-       r.attempt, r.probed_by, r.observed_at
+       r.attempt, r.probed_by, r.observed_at, r.degraded, coalesce(r.failed_condition, '')
 FROM unnest($1::bigint[]) AS s(id)
 CROSS JOIN LATERAL (
     SELECT * FROM monitoring_job_result
@@ -238,7 +242,7 @@ CROSS JOIN LATERAL (
 		var serviceID int64
 		var r Result
 		_, err = pgx.ForEachRow(rows, []any{&serviceID, &r.JobID, &r.Slot, &r.Status, &r.LatencyMS, &r.HTTPStatus,
-			&r.Error, &r.Attempt, &r.ProbedBy, &r.ObservedAt}, func() error {
+			&r.Error, &r.Attempt, &r.ProbedBy, &r.ObservedAt, &r.Degraded, &r.FailedCondition}, func() error {
 			i := byID[serviceID]
 			o.Services[i].Recent = append(o.Services[i].Recent, r)
 			return nil

@@ -44,6 +44,9 @@ type Result struct {
 	Attempt    int
 	ProbedBy   string
 	ObservedAt time.Time
+	Degraded   bool // UP but slower than the service's degraded_above
+	// FailedCondition is the condition that made the result DOWN; Error has the observed value.
+	FailedCondition string
 }
 
 // SlotTime is the slot's start as a time.

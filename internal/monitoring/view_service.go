@@ -120,7 +120,8 @@ func (s *Store) ServiceDetail(ctx context.Context, p ServiceDetailParams) (Servi
 // (unique per service) on monitoring_job_result_service_slot_idx.
 func serviceResults(ctx context.Context, tx pgx.Tx, serviceID, beforeSlot int64, limit int) ([]Result, int64, error) {
 	const q = `
-SELECT job_id, scheduled_slot, status, latency_ms, http_status, coalesce(error, ''), attempt, probed_by, observed_at
+SELECT job_id, scheduled_slot, status, latency_ms, http_status, coalesce(error, ''), attempt, probed_by, observed_at,
+       degraded, coalesce(failed_condition, '')
 FROM monitoring_job_result
 WHERE service_id = $1 AND scheduled_slot < $2
 ORDER BY scheduled_slot DESC
@@ -134,7 +135,8 @@ LIMIT $3`
 	}
 	results, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Result, error) {
 		var r Result
-		err := row.Scan(&r.JobID, &r.Slot, &r.Status, &r.LatencyMS, &r.HTTPStatus, &r.Error, &r.Attempt, &r.ProbedBy, &r.ObservedAt)
+		err := row.Scan(&r.JobID, &r.Slot, &r.Status, &r.LatencyMS, &r.HTTPStatus, &r.Error, &r.Attempt, &r.ProbedBy, &r.ObservedAt,
+			&r.Degraded, &r.FailedCondition)
 		return r, err
 	})
 	if err != nil {

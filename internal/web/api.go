@@ -33,13 +33,17 @@ type apiUptime struct {
 // apiServiceSummary is a service with what the overview and its own page add.
 type apiServiceSummary struct {
 	apiService
-	TimeoutMS   int64       `json:"timeout_ms"`
-	StatusSince *time.Time  `json:"status_since"`
-	HTTPStatus  *int        `json:"http_status"`
-	Error       *string     `json:"error"`
-	RetiredAt   *time.Time  `json:"retired_at,omitempty"`
-	Uptime      apiUptime   `json:"uptime"`
-	Recent      []apiResult `json:"recent,omitempty"`
+	TimeoutMS   int64      `json:"timeout_ms"`
+	StatusSince *time.Time `json:"status_since"`
+	HTTPStatus  *int       `json:"http_status"`
+	Error       *string    `json:"error"`
+	RetiredAt   *time.Time `json:"retired_at,omitempty"`
+	// How the service is probed. Header, body and auth settings are not listed.
+	ProbeType  string      `json:"probe_type"`
+	Conditions []string    `json:"conditions"`
+	Degraded   bool        `json:"degraded"` // the latest result was UP but slower than degraded_above
+	Uptime     apiUptime   `json:"uptime"`
+	Recent     []apiResult `json:"recent,omitempty"`
 }
 
 type apiResult struct {
@@ -52,6 +56,9 @@ type apiResult struct {
 	Attempt    int       `json:"attempt"`
 	ProbedBy   string    `json:"probed_by"`
 	ObservedAt time.Time `json:"observed_at"`
+	Degraded   bool      `json:"degraded"`
+	// FailedCondition is the condition that made the result DOWN; error has the observed value.
+	FailedCondition *string `json:"failed_condition"`
 }
 
 // apiJobResult is a job's result as DESIGN.md lists it.
@@ -182,6 +189,7 @@ func toAPIServiceSummary(s monitoring.ServiceSummary) apiServiceSummary {
 		},
 		TimeoutMS: s.Timeout.Milliseconds(), StatusSince: optUTC(s.StatusSince), HTTPStatus: s.HTTPStatus,
 		Error: optString(s.Error), RetiredAt: optUTC(s.RetiredAt),
+		ProbeType: s.Probe.ProbeType(), Conditions: append([]string{}, s.Probe.Conditions...), Degraded: s.Degraded,
 		Uptime: apiUptime{Day: optPercent(s.Uptime.Day), Week: optPercent(s.Uptime.Week), Month: optPercent(s.Uptime.Month)},
 	}
 	for _, r := range s.Recent {
@@ -194,6 +202,7 @@ func toAPIResult(r monitoring.Result) apiResult {
 	return apiResult{
 		JobID: r.JobID, Slot: r.SlotTime(), Status: r.Status, LatencyMS: r.LatencyMS, HTTPStatus: r.HTTPStatus,
 		Error: optString(r.Error), Attempt: r.Attempt, ProbedBy: r.ProbedBy, ObservedAt: utc(r.ObservedAt),
+		Degraded: r.Degraded, FailedCondition: optString(r.FailedCondition),
 	}
 }
 

@@ -5,6 +5,7 @@
 package web
 
 import (
+	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -33,6 +34,14 @@ type Server struct {
 	log      *slog.Logger
 	instance string
 	refresh  time.Duration
+
+	publicDashboard bool
+	secureCookies   bool
+	sessionIdle     time.Duration
+	sessionAbsolute time.Duration
+	loginLimit      monitoring.LoginLimit
+	lease           time.Duration
+	allowLinkLocal  bool
 }
 
 // Options configure the HTTP side.
@@ -43,6 +52,25 @@ type Options struct {
 	Instance string
 	// Refresh is how often an open page polls for fresh content; 0 means 5s.
 	Refresh time.Duration
+
+	// RequireLogin closes the read-only pages and GET API to anyone not logged
+	// in (VIGIL_PUBLIC_DASHBOARD unset or false). Changes always need a login
+	// or, under /api/v1, a Bearer token.
+	RequireLogin bool
+	// SecureCookies marks cookies Secure even when this replica serves plain
+	// HTTP behind a TLS-terminating proxy (VIGIL_SECURE_COOKIES=true).
+	SecureCookies bool
+	// SessionIdle and SessionMaxAge end a session after that long unused or
+	// that long after login; 0 means 2h and 24h.
+	SessionIdle, SessionMaxAge time.Duration
+	// LoginLimit caps failed logins; zero means 5 per account and 20 per
+	// client address within 15 minutes.
+	LoginLimit monitoring.LoginLimit
+	// Lease is the scheduler's lease, which a service's timeout must stay
+	// under; 0 means the config file's default.
+	Lease time.Duration
+	// AllowLinkLocal lets operators add link-local and metadata targets.
+	AllowLinkLocal bool
 }
 
 // requestTimeout bounds a page's or API call's database reads.
@@ -62,10 +90,20 @@ func New(opts Options) *echo.Echo {
 	if s.refresh <= 0 {
 		s.refresh = 5 * time.Second
 	}
+	s.publicDashboard, s.secureCookies = !opts.RequireLogin, opts.SecureCookies
+	s.sessionIdle, s.sessionAbsolute = cmp.Or(opts.SessionIdle, defaultIdle), cmp.Or(opts.SessionMaxAge, defaultAbsolute)
+	s.loginLimit = opts.LoginLimit
+	if s.loginLimit == (monitoring.LoginLimit{}) {
+		s.loginLimit = monitoring.LoginLimit{PerAccount: 5, PerAddress: 20, Window: defaultLoginWait}
+	}
+	s.lease, s.allowLinkLocal = opts.Lease, opts.AllowLinkLocal
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
+	// The login limit counts failures per client address: take the peer's
+	// address, not an X-Forwarded-For header any client can write.
+	e.IPExtractor = echo.ExtractIPDirect()
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestID())
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
@@ -96,20 +134,59 @@ func New(opts Options) *echo.Echo {
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})))
 	e.GET("/static/:hash/:name", serveStatic)
 
-	pages := e.Group("", withTimeout(requestTimeout))
+	// Sessions and tokens are looked up in PostgreSQL, so every replica
+	// honours a login and a logout at once.
+	session := e.Group("", withTimeout(requestTimeout), s.identify)
+	session.GET("/login", s.showLoginPage)
+	session.POST("/login", s.login)
+	manage := session.Group("", s.requireSession)
+	manage.POST("/logout", s.logout)
+	manage.GET("/admin", s.showAdminPage)
+	manage.GET("/admin/services/new", s.showNewServicePage)
+	manage.POST("/admin/services", s.createService)
+	manage.GET("/admin/services/:name/edit", s.showEditServicePage)
+	manage.POST("/admin/services/:name", s.updateService)
+	manage.POST("/admin/services/:name/pause", s.pauseService)
+	manage.POST("/admin/services/:name/resume", s.resumeService)
+	manage.GET("/admin/services/:name/delete", s.showDeleteServicePage)
+	manage.POST("/admin/services/:name/delete", s.deleteService)
+	manage.POST("/admin/groups", s.createGroup)
+	manage.POST("/admin/groups/:name/delete", s.deleteGroup)
+	manage.POST("/admin/jobs/:id/requeue", s.requeueJobForm)
+	manage.GET("/admin/users", s.showUsersPage)
+	manage.POST("/admin/users", s.createUser)
+	manage.POST("/admin/users/:name/delete", s.deleteUser)
+	manage.GET("/account/tokens", s.showTokensPage)
+	manage.POST("/account/tokens", s.createToken)
+	manage.POST("/account/tokens/:id/revoke", s.revokeToken)
+
+	pages := session.Group("", s.requireReader)
 	pages.GET("/", s.showOverviewPage)
 	pages.GET("/services/:name", s.showServicePage)
 	pages.GET("/jobs", s.showJobsPage)
 	pages.GET("/instances", s.showInstancesPage)
 	pages.GET("/alerts", s.showAlertsPage)
 
-	api := e.Group("/api/v1", withTimeout(requestTimeout))
-	api.GET("/overview", s.getOverview)
-	api.GET("/services", s.listServices)
-	api.GET("/services/:name", s.getService)
-	api.GET("/jobs", s.listJobs)
-	api.GET("/instances", s.listInstances)
-	api.GET("/alerts", s.listAlerts)
+	api := e.Group("/api/v1", withTimeout(requestTimeout), s.identify)
+	change := api.Group("", s.requireToken)
+	change.POST("/services", s.apiCreateService)
+	change.PUT("/services/:name", s.apiUpdateService)
+	change.POST("/services/:name/pause", s.apiSetEnabled(false))
+	change.POST("/services/:name/resume", s.apiSetEnabled(true))
+	change.DELETE("/services/:name", s.apiDeleteService)
+	change.POST("/groups", s.apiCreateGroup)
+	change.DELETE("/groups/:name", s.apiDeleteGroup)
+	change.POST("/jobs/:id/requeue", s.apiRequeueJob)
+	change.POST("/jobs/:id/cancel", s.apiCancelJob)
+	// Registered last, so an unknown /api/v1 path answers like a read: 404, or
+	// 401 when reading needs a login.
+	read := api.Group("", s.requireReader)
+	read.GET("/overview", s.getOverview)
+	read.GET("/services", s.listServices)
+	read.GET("/services/:name", s.getService)
+	read.GET("/jobs", s.listJobs)
+	read.GET("/instances", s.listInstances)
+	read.GET("/alerts", s.listAlerts)
 	return e
 }
 
@@ -154,6 +231,9 @@ func (s *Server) page(c echo.Context, status int, p templates.Page, content temp
 		return render(c, status, content)
 	}
 	p.Instance = s.instance
+	if who := currentPrincipal(c); who != nil && !who.viaToken {
+		p.User, p.CSRF, p.CanManage = who.user.Name, who.csrf, who.canManage()
+	}
 	if status == http.StatusOK {
 		p.Refresh = int(s.refresh / time.Second)
 	}

@@ -137,8 +137,11 @@ func TestServiceAPI(t *testing.T) {
 	require.Equal(t, "24h", out.Series["range"])
 	require.Len(t, out.Series["points"], 60)
 	require.Len(t, out.Results, 3)
-	require.ElementsMatch(t, []string{"job_id", "slot", "status", "latency_ms", "http_status", "error", "attempt", "probed_by", "observed_at"},
-		keys(out.Results[0]))
+	require.ElementsMatch(t, []string{"job_id", "slot", "status", "latency_ms", "http_status", "error", "attempt", "probed_by", "observed_at",
+		"degraded", "failed_condition"}, keys(out.Results[0]))
+	require.Equal(t, "http", out.Service["probe_type"])
+	require.Equal(t, []any{}, out.Service["conditions"])
+	require.Equal(t, false, out.Service["degraded"])
 	require.NotNil(t, out.NextCursor)
 	require.Empty(t, out.Alerts)
 

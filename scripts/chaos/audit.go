@@ -64,10 +64,11 @@ func (h *harness) deliveryAvailable(ctx context.Context) (bool, string) {
 	return false, fmt.Sprintf("%d alert events but no delivery row: no replica runs a webhook dispatcher", events)
 }
 
-// settle brings every replica back, then waits until no job of a slot that
-// ended before cutoff is READY or RUNNING, and, with delivery, until every
-// such slot's alert reached the receiver.
-func (h *harness) settle(ctx context.Context, cutoff time.Time) (bool, error) {
+// recover thaws and restarts whatever the faults left down, waits until every
+// replica works again, and then for one lease and one longest interval more:
+// jobs held by processes that died are taken over once their leases expire,
+// and the cutoff that follows lies after all of the faults' leftovers.
+func (h *harness) recover(ctx context.Context) error {
 	for _, r := range h.replicas {
 		r.mu.Lock()
 		frozen := r.frozen
@@ -77,10 +78,25 @@ func (h *harness) settle(ctx context.Context, cutoff time.Time) (bool, error) {
 		}
 		if _, ok := r.running(); !ok {
 			if err := r.start(); err != nil {
-				return false, err
+				return err
 			}
 		}
 	}
+	for _, r := range h.replicas {
+		if err := r.waitStarted(ctx, 90*time.Second); err != nil {
+			return err
+		}
+	}
+	if !pause(ctx, h.o.Lease+5*time.Second) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// settle waits until no job of a slot that ended before cutoff is READY or
+// RUNNING and, with delivery, until every such slot's alert reached the
+// receiver.
+func (h *harness) settle(ctx context.Context, cutoff time.Time) (bool, error) {
 	deadline := time.Now().Add(h.o.Settle)
 	for {
 		delivery, _ := h.deliveryAvailable(ctx)

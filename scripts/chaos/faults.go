@@ -217,9 +217,7 @@ func (h *harness) replicaLane(ctx context.Context, rng *rand.Rand, r *replica, k
 			}
 		}
 		h.faults.add(kind, time.Since(began))
-		if h.o.Verbose {
-			h.logf("%-10s %s (%.1fs)", kind, r.name, time.Since(began).Seconds())
-		}
+		h.record("%-10s %s from %s (%.1fs)", kind, r.name, began.Format("15:04:05.000"), time.Since(began).Seconds())
 	}
 }
 
@@ -254,9 +252,7 @@ func (h *harness) databaseLane(ctx context.Context, rng *rand.Rand, kinds []stri
 			return
 		}
 		h.faults.add(kind, time.Since(began))
-		if h.o.Verbose {
-			h.logf("%-10s (%.1fs)", kind, time.Since(began).Seconds())
-		}
+		h.record("%-10s database from %s (%.1fs)", kind, began.Format("15:04:05.000"), time.Since(began).Seconds())
 	}
 }
 

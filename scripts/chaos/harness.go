@@ -47,6 +47,9 @@ type harness struct {
 	pool     *pgxpool.Pool
 
 	dbMu sync.Mutex // one database fault at a time, and none while the harness itself restarts it
+
+	recordMu  sync.Mutex
+	faultFile *os.File // faults.log: every fault, and the timeline at the end
 }
 
 func newHarness(o options, out io.Writer) (*harness, error) {
@@ -67,6 +70,19 @@ func newHarness(o options, out io.Writer) (*harness, error) {
 func (h *harness) logf(format string, args ...any) {
 	fmt.Fprintf(h.out, "%7.1fs  ", h.elapsed().Seconds())
 	fmt.Fprintf(h.out, format+"\n", args...)
+}
+
+// record writes one line to the run's faults.log, and to the output with -v.
+func (h *harness) record(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	h.recordMu.Lock()
+	if h.faultFile != nil {
+		fmt.Fprintln(h.faultFile, line)
+	}
+	h.recordMu.Unlock()
+	if h.o.Verbose {
+		h.logf("%s", line)
+	}
 }
 
 func (h *harness) elapsed() time.Duration {
@@ -121,6 +137,13 @@ func (h *harness) run(ctx context.Context) (*report, error) {
 		return nil, errors.New("interrupted")
 	}
 
+	ff, err := os.Create(filepath.Join(h.dir, "faults.log"))
+	if err != nil {
+		return nil, err
+	}
+	h.recordMu.Lock()
+	h.faultFile = ff
+	h.recordMu.Unlock()
 	h.start = time.Now()
 	h.tl.setStart(h.start)
 	fmt.Fprintf(h.out, "chaos: all replicas working; injecting faults for %s\n", o.Duration)
@@ -131,9 +154,13 @@ func (h *harness) run(ctx context.Context) (*report, error) {
 		return nil, errors.New("interrupted")
 	}
 
+	h.logf("faults over; bringing every replica back")
+	if err := h.recover(ctx); err != nil {
+		return nil, err
+	}
 	cutoff := time.Now()
 	h.tl.setCutoff(cutoff)
-	h.logf("faults over; settling (at most %s)", o.Settle)
+	h.logf("settling (at most %s)", o.Settle)
 	settled, err := h.settle(ctx, cutoff)
 	if err != nil {
 		return nil, err
@@ -141,6 +168,7 @@ func (h *harness) run(ctx context.Context) (*report, error) {
 	h.logf("stopping replicas gracefully")
 	stopped := h.stopReplicas()
 	h.tl.closeAll(time.Now())
+	h.tl.dump(h.faultFile)
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted")
 	}
@@ -293,6 +321,12 @@ func (h *harness) close(failed bool) {
 	if h.pool != nil {
 		h.pool.Close()
 	}
+	h.recordMu.Lock()
+	if h.faultFile != nil {
+		h.faultFile.Close()
+		h.faultFile = nil
+	}
+	h.recordMu.Unlock()
 	if h.proxy != nil {
 		h.proxy.close()
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"io"
+	"sort"
 	"sync"
 	"time"
 )
@@ -187,4 +190,24 @@ func (c coverage) dbFaultsDuring(from, to time.Time) int {
 		}
 	}
 	return n
+}
+
+// dump writes the timeline for a person reading a failed run.
+func (t *timeline) dump(w io.Writer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	const layout = "15:04:05.000"
+	names := make([]string, 0, len(t.working))
+	for name := range t.working {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, s := range t.working[name] {
+			fmt.Fprintf(w, "working %s %s - %s\n", name, s.from.Format(layout), s.to.Format(layout))
+		}
+	}
+	for _, s := range t.dbFault {
+		fmt.Fprintf(w, "db-fault %s - %s (with recovery grace)\n", s.from.Format(layout), s.to.Format(layout))
+	}
 }

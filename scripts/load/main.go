@@ -1,0 +1,67 @@
+// Command load measures Vigil under load: a fresh durable PostgreSQL, a local
+// demo target, N services at one interval over a few groups, R replicas of the
+// server binary; it runs for a duration, then prints what the database and
+// /proc say happened (docs/performance.md).
+//
+//	go run ./scripts/load -services 10000 -replicas 2 -duration 120s
+//	make load SERVICES=10000 REPLICAS=2 DURATION=120s
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	Services int
+	Replicas int
+	Duration time.Duration
+	Interval time.Duration
+	Groups   int
+	Workers  int
+	Poll     time.Duration
+	Binary   string
+	Keep     bool
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.Services, "services", 1000, "services to monitor")
+	flag.IntVar(&o.Replicas, "replicas", 2, "replicas to run")
+	flag.DurationVar(&o.Duration, "duration", 120*time.Second, "measured window, after every replica is ready; at least 2 intervals")
+	flag.DurationVar(&o.Interval, "interval", 30*time.Second, "every service's interval")
+	flag.IntVar(&o.Groups, "groups", 5, "groups the services are spread over")
+	flag.IntVar(&o.Workers, "workers", 64, "scheduler.workers of each replica")
+	flag.DurationVar(&o.Poll, "poll", 250*time.Millisecond, "scheduler.poll of each replica")
+	flag.StringVar(&o.Binary, "binary", "", "server binary to run (default: go build ./cmd/server once)")
+	flag.BoolVar(&o.Keep, "keep", false, "keep the run's directory (database, logs, config)")
+	flag.Parse()
+	if o.Services < 1 || o.Replicas < 1 || o.Groups < 1 || o.Workers < 1 {
+		fmt.Fprintln(os.Stderr, "load: -services, -replicas, -groups and -workers must be at least 1")
+		os.Exit(2)
+	}
+	if o.Duration < 2*o.Interval {
+		fmt.Fprintf(os.Stderr, "load: -duration %s is shorter than two intervals (%s): no whole slot would be measured\n", o.Duration, 2*o.Interval)
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h, err := newHarness(o, os.Stdout)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "load: %v\n", err)
+		os.Exit(1)
+	}
+	rep, err := h.run(ctx)
+	h.close(err != nil)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "load: %v\n", err)
+		os.Exit(1)
+	}
+	rep.print(os.Stdout)
+}
