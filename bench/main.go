@@ -57,8 +57,15 @@ func main() {
 	if o.PoolConns <= 0 {
 		o.PoolConns = min(o.Workers+4, 64)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		fmt.Fprintf(os.Stderr, "bench: %v received; stopping\n", sig)
+		stop()
+	}()
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)

@@ -34,6 +34,8 @@ type Page struct {
 	CSRF string
 	// CanManage shows the link to the management pages.
 	CanManage bool
+	// Form pages are never refreshed in place: that would wipe what is typed.
+	Form bool
 }
 
 const timeLayout = "2006-01-02 15:04:05 UTC"

@@ -129,3 +129,30 @@ WHERE (j.state = 'DONE') <> (r.job_id IS NOT NULL)`), "a result for exactly the 
 	require.Equal(t, 0, queryInt(t, pool, `SELECT count(*) FROM monitoring_job WHERE state = 'RUNNING' AND owner_instance = 'replica-b'`),
 		"a stopping replica leaves no job held")
 }
+
+// A service's conditions travel from the config file through the job to the
+// probe: a 200 whose body says DOWN is a DOWN result naming the condition.
+func TestConditionsFromConfigDecideTheResult(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewEmptyDatabase(t)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"status": "DOWN"}`))
+	}))
+	t.Cleanup(target.Close)
+	cfg := writeConfig(t, `
+scheduler: {lease: 5s, poll: 100ms}
+services:
+  - name: api
+    url: "`+target.URL+`/health"
+    interval: 1h
+    timeout: 2s
+    conditions: ["[STATUS] == 200", "[BODY].status == UP"]
+`)
+	r := startReplica(t, "replica-a", dbURL, cfg)
+	pool := testPool(t, dbURL)
+	require.Eventually(t, func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM monitoring_job_result`) == 1
+	}, 20*time.Second, 50*time.Millisecond, r.log.String())
+	require.Equal(t, "DOWN", queryString(t, pool, `SELECT status FROM monitoring_job_result`))
+	require.Contains(t, queryString(t, pool, `SELECT coalesce(failed_condition, '') FROM monitoring_job_result`), "[BODY].status == UP")
+}

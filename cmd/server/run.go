@@ -236,6 +236,7 @@ func configSpecs(cfg *config.Config) ([]string, []monitoring.ServiceSpec) {
 		services = append(services, monitoring.ServiceSpec{
 			Name: svc.Name, Group: svc.Group, URL: svc.URL,
 			Interval: svc.Interval, Timeout: svc.Timeout, Enabled: svc.Enabled,
+			Probe: svc.Probe,
 		})
 	}
 	return groups, services

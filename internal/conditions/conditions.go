@@ -121,7 +121,13 @@ func Parse(raw string) (Condition, error) {
 			err = c.literal(kindText)
 		}
 	default:
-		return c, fmt.Errorf("unknown placeholder %q; use [STATUS], [RESPONSE_TIME], [BODY], [BODY].field, [CERTIFICATE_EXPIRATION] or [CONNECTED]", left)
+		hint := ""
+		for _, p := range []string{Status, ResponseTime, Body, CertificateExpiration, Connected} {
+			if strings.EqualFold(left, p) || strings.HasPrefix(strings.ToUpper(left), p+".") {
+				hint = fmt.Sprintf(" (placeholders are upper case: %s)", p)
+			}
+		}
+		return c, fmt.Errorf("unknown placeholder %q%s; use [STATUS], [RESPONSE_TIME], [BODY], [BODY].field, [CERTIFICATE_EXPIRATION] or [CONNECTED]", left, hint)
 	}
 	if err != nil {
 		return c, err

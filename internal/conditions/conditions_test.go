@@ -97,6 +97,8 @@ func TestParseRejects(t *testing.T) {
 		{"[STATUS] 200", "no comparison operator"},
 		{"[STATUS] ==", "nothing to compare"},
 		{"[STAUTS] == 200", "unknown placeholder"},
+		{"[status] == 200", "placeholders are upper case: [STATUS]"},
+		{"[body].ok == true", "placeholders are upper case: [BODY]"},
 		{"[STATUS] == OK", "compares with a number"},
 		{"[STATUS] == 42", "not an HTTP status code"},
 		{"[RESPONSE_TIME] < fast", "milliseconds"},

@@ -221,10 +221,11 @@ func (v *validator) probe(sc scope, svc Service) {
 		if p.DNSName == "" {
 			v.report(sc, "dns_name", "dns_name is missing", "add dns_name: with the name to resolve, e.g. dns_name: example.com")
 		}
-		if p.DNSType != "" && p.DNSType != "A" && p.DNSType != "AAAA" {
-			v.report(sc, "dns_type", "dns_type "+quote(p.DNSType)+" is not A or AAAA", "write dns_type: A (the default) or AAAA")
+		if p.DNSType != "" && !slices.Contains(monitoring.DNSTypes, p.DNSType) {
+			v.report(sc, "dns_type", "dns_type "+quote(p.DNSType)+" is not one of "+strings.Join(monitoring.DNSTypes, ", "),
+				"write dns_type: A (the default), AAAA, CNAME, MX, NS or TXT")
 		}
-		if p.DNSExpect != "" {
+		if p.DNSExpect != "" && (p.DNSType == "" || p.DNSType == "A" || p.DNSType == "AAAA") {
 			if _, err := netip.ParseAddr(p.DNSExpect); err != nil {
 				v.report(sc, "dns_expect", "dns_expect "+quote(p.DNSExpect)+" is not an IP address", "write the address the name must resolve to, e.g. 192.0.2.10")
 			}

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,6 +124,8 @@ func TestParseRejectsProbes(t *testing.T) {
 			"services[0].expected_status", []string{"700 is not an HTTP status code"}},
 		{"degraded above timeout", "  - name: x\n    url: http://127.0.0.1/\n    timeout: 1s\n    degraded_above: 2s\n",
 			"services[0].degraded_above", []string{"degraded_above 2s is not between 0 and the timeout 1s"}},
+		{"dns bad type", "  - name: x\n    url: dns://127.0.0.1\n    dns_name: a.example\n    dns_type: SRV\n",
+			"services[0].dns_type", []string{`dns_type "SRV" is not one of A, AAAA, CNAME, MX, NS, TXT`}},
 		{"dns without name", "  - name: x\n    url: dns://127.0.0.1:53\n",
 			"services[0].dns_name", []string{"dns_name is missing"}},
 		{"dns bad expect", "  - name: x\n    url: dns://127.0.0.1\n    dns_name: a.example\n    dns_expect: nope\n",
@@ -153,4 +157,25 @@ func TestValidateProbeBuiltInCode(t *testing.T) {
 		Probe: monitoring.ProbeSpec{Type: "tcp", Headers: map[string]string{"A": "b"}}}}
 	err := cfg.Validate()
 	require.ErrorContains(t, err, "headers applies to http services only")
+}
+
+// The README's probe example must stay valid.
+func TestReadmeProbeExampleParses(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	text := string(readme)
+	start := strings.Index(text, "```yaml\nservices:\n  - name: api\n")
+	require.NotEqual(t, -1, start, "README probe example missing")
+	block := text[start+len("```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	cfg, err := ParseEnv([]byte(block), []string{"API_KEY=k", "API_TOKEN=t"})
+	require.NoError(t, err)
+	require.Len(t, cfg.Services, 4)
+	types := []string{}
+	for _, s := range cfg.Services {
+		types = append(types, s.Probe.ProbeType())
+	}
+	require.Equal(t, []string{"http", "tcp", "tls", "dns"}, types)
+	require.Len(t, cfg.Services[0].Probe.Conditions, 5)
 }

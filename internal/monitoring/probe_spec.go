@@ -35,8 +35,8 @@ type ProbeSpec struct {
 	DegradedAboveMS int64             `json:"degraded_above_ms,omitempty"` // 0: never degraded
 	Conditions      []string          `json:"conditions,omitempty"`        // validated at config load
 	DNSName         string            `json:"dns_name,omitempty"`          // the name a dns probe resolves
-	DNSType         string            `json:"dns_type,omitempty"`          // A (default) or AAAA
-	DNSExpect       string            `json:"dns_expect,omitempty"`        // an address the answer must contain
+	DNSType         string            `json:"dns_type,omitempty"`          // A (default), AAAA, CNAME, MX, NS or TXT
+	DNSExpect       string            `json:"dns_expect,omitempty"`        // a record the answer must contain
 	AllowLinkLocal  bool              `json:"allow_link_local,omitempty"`
 }
 

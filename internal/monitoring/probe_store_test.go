@@ -145,3 +145,30 @@ WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`)
 	assert.Equal(t, 2, strings.Count(page, `data-testid="degraded"`), "the overview row and the slow service's page")
 	assert.Contains(t, page, "auth: bearer token")
 }
+
+// A probe change is a config change (rewritten once, then left alone), and a job keeps the
+// probe it was enqueued with, like its target_url.
+func TestSyncConfigStoresProbeAndJobsSnapshotIt(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	spec := monitoring.ServiceSpec{Name: "db", URL: "tcp://127.0.0.1:5432", Interval: time.Hour, Timeout: time.Second, Enabled: true,
+		Probe: monitoring.ProbeSpec{Type: "tcp", Conditions: []string{"[CONNECTED] == true"}}}
+	sum, err := b.store.SyncConfig(ctx, nil, []monitoring.ServiceSpec{spec})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, sum.Upserted)
+	sum, err = b.store.SyncConfig(ctx, nil, []monitoring.ServiceSpec{spec})
+	require.NoError(t, err)
+	require.EqualValues(t, 0, sum.Upserted, "an unchanged probe is not rewritten")
+
+	_, err = b.store.EnqueueDue(ctx, 3)
+	require.NoError(t, err)
+	changed := spec
+	changed.Probe.Conditions = []string{"[RESPONSE_TIME] < 100"}
+	sum, err = b.store.SyncConfig(ctx, nil, []monitoring.ServiceSpec{changed})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, sum.Upserted, "a changed probe is a change")
+
+	job := claimOne(t, ctx, b, "a", time.Minute)
+	require.Equal(t, spec.Probe, job.Probe, "the job keeps the probe of its enqueue")
+	require.Equal(t, "tcp://127.0.0.1:5432", job.TargetURL)
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/vigilhq/vigil/internal/conditions"
 )
 
@@ -62,9 +64,13 @@ func (p *HTTPProber) probeTLS(ctx context.Context, req ProbeRequest) (ProbeResul
 	return ProbeResult{Status: "UP", Latency: latency}, obs
 }
 
-// probeDNS asks the server in dns://server[:port] for the spec's name. An answer with at
-// least one address (and the expected one, when dns_expect is set) is UP; the addresses are
-// the body that [BODY] conditions see.
+// DNSTypes are the record types a dns probe can ask for; A is the default.
+var DNSTypes = []string{"A", "AAAA", "CNAME", "MX", "NS", "TXT"}
+
+// probeDNS asks the server in dns://server[:port] for the spec's name and record type. An
+// answer with at least one such record (and the expected one, when dns_expect is set) is UP;
+// the records are the body that [BODY] conditions see. The query goes to that server only,
+// never through /etc/hosts or the replica's resolver.
 func (p *HTTPProber) probeDNS(ctx context.Context, req ProbeRequest) (ProbeResult, conditions.Observation) {
 	var obs conditions.Observation
 	start := time.Now()
@@ -72,35 +78,70 @@ func (p *HTTPProber) probeDNS(ctx context.Context, req ProbeRequest) (ProbeResul
 	if err != nil {
 		return ProbeResult{Status: "DOWN", Error: err.Error()}, obs
 	}
-	resolver := &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return p.dialer.DialContext(ctx, network, server)
-		},
+	typeName := strings.ToUpper(req.Spec.DNSType)
+	if typeName == "" {
+		typeName = "A"
 	}
-	network := "ip4"
-	if strings.EqualFold(req.Spec.DNSType, "AAAA") {
-		network = "ip6"
+	qtype, ok := dns.StringToType[typeName]
+	if !ok || !slices.Contains(DNSTypes, typeName) {
+		return ProbeResult{Status: "DOWN", Error: fmt.Sprintf("unsupported DNS record type %q", req.Spec.DNSType)}, obs
 	}
-	addrs, err := resolver.LookupNetIP(ctx, network, req.Spec.DNSName)
+	msg := new(dns.Msg)
+	msg.SetQuestion(dns.Fqdn(req.Spec.DNSName), qtype)
+	client := &dns.Client{Net: "udp", Dialer: p.dialer, Timeout: req.Timeout}
+	answer, _, err := client.ExchangeContext(ctx, msg, server)
+	if err == nil && answer.Truncated {
+		client.Net = "tcp"
+		answer, _, err = client.ExchangeContext(ctx, msg, server)
+	}
 	latency := time.Since(start)
+	down := func(reason string) (ProbeResult, conditions.Observation) {
+		return ProbeResult{Status: "DOWN", Latency: latency, Error: reason}, obs
+	}
 	if err != nil {
-		return ProbeResult{Status: "DOWN", Latency: latency, Error: describeProbeError(err, req.Timeout)}, obs
+		return down("DNS query failed: " + describeProbeError(err, req.Timeout))
 	}
 	obs.Connected = true
-	text := make([]string, len(addrs))
-	for i, a := range addrs {
-		text[i] = a.Unmap().String()
+	if answer.Rcode != dns.RcodeSuccess {
+		return down(fmt.Sprintf("DNS answer %s for %s", dns.RcodeToString[answer.Rcode], req.Spec.DNSName))
 	}
-	obs.Body = []byte(strings.Join(text, ","))
-	if req.Spec.DNSExpect != "" {
-		want, err := netip.ParseAddr(req.Spec.DNSExpect)
-		if err != nil || !slices.ContainsFunc(addrs, func(a netip.Addr) bool { return a.Unmap() == want.Unmap() }) {
-			return ProbeResult{Status: "DOWN", Latency: latency,
-				Error: fmt.Sprintf("%s resolved to %s, not %s", req.Spec.DNSName, strings.Join(text, ", "), req.Spec.DNSExpect)}, obs
+	var records []string
+	for _, rr := range answer.Answer {
+		if rr.Header().Rrtype != qtype {
+			continue // the CNAME chain in front of an A answer
+		}
+		switch r := rr.(type) {
+		case *dns.A:
+			records = append(records, r.A.String())
+		case *dns.AAAA:
+			records = append(records, r.AAAA.String())
+		case *dns.CNAME:
+			records = append(records, strings.TrimSuffix(r.Target, "."))
+		case *dns.MX:
+			records = append(records, strings.TrimSuffix(r.Mx, "."))
+		case *dns.NS:
+			records = append(records, strings.TrimSuffix(r.Ns, "."))
+		case *dns.TXT:
+			records = append(records, strings.Join(r.Txt, ""))
 		}
 	}
+	if len(records) == 0 {
+		return down(fmt.Sprintf("no %s record for %s", typeName, req.Spec.DNSName))
+	}
+	obs.Body = []byte(strings.Join(records, ","))
+	if want := req.Spec.DNSExpect; want != "" && !slices.ContainsFunc(records, func(r string) bool { return sameRecord(r, want) }) {
+		return down(fmt.Sprintf("%s resolved to %s, not %s", req.Spec.DNSName, strings.Join(records, ", "), want))
+	}
 	return ProbeResult{Status: "UP", Latency: latency}, obs
+}
+
+// sameRecord compares addresses as addresses and names without case or the final dot.
+func sameRecord(got, want string) bool {
+	if a, err := netip.ParseAddr(got); err == nil {
+		b, err := netip.ParseAddr(want)
+		return err == nil && a.Unmap() == b.Unmap()
+	}
+	return strings.EqualFold(strings.TrimSuffix(got, "."), strings.TrimSuffix(want, "."))
 }
 
 // hostPort reads host:port from a scheme://host:port target, with defaultPort when the

@@ -219,7 +219,8 @@ func TestTCPProbe(t *testing.T) {
 	assert.Equal(t, "connection refused", res.Error)
 }
 
-// dnsServer answers A queries for the names in zone and NXDOMAIN for the rest.
+// dnsServer answers A queries (for addresses) and TXT queries for the names in zone, and
+// NXDOMAIN for the rest.
 func dnsServer(t *testing.T, zone map[string]string) string {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -232,8 +233,10 @@ func dnsServer(t *testing.T, zone map[string]string) string {
 		switch {
 		case !ok:
 			m.Rcode = dns.RcodeNameError
-		case q.Question[0].Qtype == dns.TypeA:
+		case q.Question[0].Qtype == dns.TypeA && net.ParseIP(addr) != nil:
 			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.ParseIP(addr)})
+		case q.Question[0].Qtype == dns.TypeTXT:
+			m.Answer = append(m.Answer, &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: []string{addr}})
 		}
 		_ = w.WriteMsg(m)
 	})}
@@ -247,7 +250,7 @@ func dnsServer(t *testing.T, zone map[string]string) string {
 
 func TestDNSProbe(t *testing.T) {
 	t.Parallel()
-	addr := dnsServer(t, map[string]string{"api.vigil.test": "192.0.2.10"})
+	addr := dnsServer(t, map[string]string{"api.vigil.test": "192.0.2.10", "txt.vigil.test": "v=vigil1"})
 	p := monitoring.NewHTTPProber(time.Second)
 	target := "dns://" + addr
 
@@ -261,7 +264,26 @@ func TestDNSProbe(t *testing.T) {
 
 	res = probe(t, p, target, monitoring.ProbeSpec{Type: "dns", DNSName: "missing.vigil.test"})
 	assert.Equal(t, "DOWN", res.Status)
-	assert.Contains(t, res.Error, "DNS lookup failed")
+	assert.Equal(t, "DNS answer NXDOMAIN for missing.vigil.test", res.Error)
+
+	// The server is asked, not /etc/hosts.
+	res = probe(t, p, target, monitoring.ProbeSpec{Type: "dns", DNSName: "localhost"})
+	assert.Equal(t, "DOWN", res.Status)
+
+	res = probe(t, p, target, monitoring.ProbeSpec{Type: "dns", DNSName: "txt.vigil.test", DNSType: "TXT", DNSExpect: "v=vigil1"})
+	assert.Equal(t, "UP", res.Status, res.Error)
+	res = probe(t, p, target, monitoring.ProbeSpec{Type: "dns", DNSName: "txt.vigil.test", DNSType: "A"})
+	assert.Equal(t, "DOWN", res.Status)
+	assert.Equal(t, "no A record for txt.vigil.test", res.Error)
+
+	// Nothing listens: a timeout, reported as one.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	res = p.ProbeTarget(context.Background(), monitoring.ProbeRequest{Target: "dns://" + pc.LocalAddr().String(), Timeout: 200 * time.Millisecond,
+		Spec: monitoring.ProbeSpec{Type: "dns", DNSName: "api.vigil.test"}})
+	assert.Equal(t, "DOWN", res.Status)
+	assert.Equal(t, "DNS query failed: timeout after 200ms", res.Error)
 }
 
 func TestTargetGuard(t *testing.T) {

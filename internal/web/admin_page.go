@@ -53,7 +53,7 @@ func (s *Server) renderAdmin(c echo.Context, status int, v templates.AdminView) 
 		}
 	}
 	v.CSRF = p.csrf
-	return s.page(c, status, templates.Page{Title: "Manage", Section: "admin"}, templates.Admin(v))
+	return s.page(c, status, templates.Page{Title: "Manage", Section: "admin", Form: true}, templates.Admin(v))
 }
 
 func serviceGroup(list []monitoring.ManagedService, name string) (string, bool) {
@@ -89,7 +89,7 @@ func (s *Server) renderServiceForm(c echo.Context, status int, v templates.Servi
 	if v.Editing {
 		title = "Edit " + v.Name
 	}
-	return s.page(c, status, templates.Page{Title: title, Section: "admin"}, templates.ServiceFormPage(v))
+	return s.page(c, status, templates.Page{Title: title, Section: "admin", Form: true}, templates.ServiceFormPage(v))
 }
 
 func formInput(c echo.Context) serviceInput {
@@ -274,7 +274,7 @@ func (s *Server) showDeleteServicePage(c echo.Context) error {
 	if !p.canChange(m.Group) {
 		return errForbidden
 	}
-	return s.page(c, http.StatusOK, templates.Page{Title: "Delete " + m.Name, Section: "admin"},
+	return s.page(c, http.StatusOK, templates.Page{Title: "Delete " + m.Name, Section: "admin", Form: true},
 		templates.DeleteService(templates.DeleteServiceView{Name: m.Name, CSRF: p.csrf}))
 }
 

@@ -182,8 +182,10 @@ func TestReadingNeedsLoginUnlessPublic(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, c.do(t, http.MethodGet, "/api/v1/services", nil).Code)
 	require.Equal(t, http.StatusOK, c.do(t, http.MethodGet, "/healthz", nil).Code)
 
-	// The login page sends the user back where they were going.
-	c.do(t, http.MethodGet, "/login?next=%2Fjobs%3Fstate%3DFAILED", nil)
+	// The login page sends the user back where they were going. Like every
+	// form page it is not refreshed in place, which would wipe what is typed.
+	rec = c.do(t, http.MethodGet, "/login?next=%2Fjobs%3Fstate%3DFAILED", nil)
+	require.Equal(t, "0", attr(one(t, parse(t, rec), "content"), "data-refresh"))
 	rec = c.tryLogin(t, "vic", testPassword)
 	require.Equal(t, http.StatusSeeOther, rec.Code)
 	require.Equal(t, http.StatusOK, c.do(t, http.MethodGet, "/jobs", nil).Code)
@@ -284,6 +286,8 @@ func TestEditorIsLimitedToItsGroups(t *testing.T) {
 	require.Empty(t, byTestID(managedRow(t, doc, "invoices"), "edit-service"))
 	require.Len(t, byTestID(doc, "requeue-job"), 0, "its job was requeued; the other group's is not offered")
 	require.Empty(t, byTestID(doc, "audit"), "the audit log is for admins")
+	require.Equal(t, "0", attr(one(t, doc, "content"), "data-refresh"))
+	require.Equal(t, "5", attr(one(t, parse(t, c.do(t, http.MethodGet, "/jobs", nil)), "content"), "data-refresh"))
 }
 
 // managedRow is a service's row on the management page.

@@ -35,7 +35,7 @@ func (s *Server) renderLogin(c echo.Context, status int, v templates.LoginView) 
 	}
 	s.setCookie(c, loginCSRFCookie, token, 0)
 	v.CSRF = token
-	return s.page(c, status, templates.Page{Title: "Log in"}, templates.Login(v))
+	return s.page(c, status, templates.Page{Title: "Log in", Form: true}, templates.Login(v))
 }
 
 // login checks the rate limit, then the password; whatever fails, the answer
@@ -58,6 +58,14 @@ func (s *Server) login(c echo.Context) error {
 	if blocked {
 		view.Error = loginBlocked
 		return s.renderLogin(c, http.StatusTooManyRequests, view)
+	}
+	// Each check takes 64 MiB for a moment: a burst of logins waits its turn
+	// instead of exhausting memory.
+	select {
+	case s.passwordChecks <- struct{}{}:
+		defer func() { <-s.passwordChecks }()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	u, err := s.store.UserByName(ctx, name)
 	ok := false

@@ -42,6 +42,7 @@ type Server struct {
 	loginLimit      monitoring.LoginLimit
 	lease           time.Duration
 	allowLinkLocal  bool
+	passwordChecks  chan struct{} // a slot per concurrent argon2id check
 }
 
 // Options configure the HTTP side.
@@ -97,6 +98,7 @@ func New(opts Options) *echo.Echo {
 		s.loginLimit = monitoring.LoginLimit{PerAccount: 5, PerAddress: 20, Window: defaultLoginWait}
 	}
 	s.lease, s.allowLinkLocal = opts.Lease, opts.AllowLinkLocal
+	s.passwordChecks = make(chan struct{}, 4)
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -234,7 +236,7 @@ func (s *Server) page(c echo.Context, status int, p templates.Page, content temp
 	if who := currentPrincipal(c); who != nil && !who.viaToken {
 		p.User, p.CSRF, p.CanManage = who.user.Name, who.csrf, who.canManage()
 	}
-	if status == http.StatusOK {
+	if status == http.StatusOK && !p.Form {
 		p.Refresh = int(s.refresh / time.Second)
 	}
 	return render(c, status, templates.Layout(p, content))

@@ -31,7 +31,7 @@ func (s *Server) renderTokens(c echo.Context, status int, v templates.TokensView
 	v.Roles = tokenRoles(p.user.Role)
 	v.ShowUser = p.isAdmin()
 	v.CSRF = p.csrf
-	return s.page(c, status, templates.Page{Title: "API tokens", Section: "admin"}, templates.Tokens(v))
+	return s.page(c, status, templates.Page{Title: "API tokens", Section: "admin", Form: true}, templates.Tokens(v))
 }
 
 // createToken makes a token for the logged-in user with its role or a lower

@@ -42,7 +42,7 @@ func (s *Server) renderUsers(c echo.Context, status int, v templates.UsersView) 
 		return err
 	}
 	v.Self, v.CSRF = p.user.Name, p.csrf
-	return s.page(c, status, templates.Page{Title: "Accounts", Section: "admin"}, templates.Users(v))
+	return s.page(c, status, templates.Page{Title: "Accounts", Section: "admin", Form: true}, templates.Users(v))
 }
 
 // createUser adds an account; problems are shown next to their fields and

@@ -33,6 +33,10 @@ type harness struct {
 	reps   []*child
 	cfg    string
 	start  time.Time
+	// peakRate is the highest 10 s checks/s seen by progress: how fast the
+	// replicas drain a slot's burst, where the window's mean says only
+	// whether they kept up.
+	peakRate float64
 }
 
 // child is a process the harness started: the target or a replica.
@@ -305,6 +309,7 @@ func (h *harness) progress(ctx context.Context, window time.Duration) error {
 			}
 		}
 		now := time.Now()
+		h.peakRate = max(h.peakRate, float64(results-last)/now.Sub(lastAt).Seconds())
 		h.logf("%7.0f checks/s  due READY %6d  RUNNING %4d  load %s",
 			float64(results-last)/now.Sub(lastAt).Seconds(), backlog, running, loadAvg())
 		last, lastAt = results, now

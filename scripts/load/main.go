@@ -50,8 +50,15 @@ func main() {
 		os.Exit(2)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		fmt.Fprintf(os.Stderr, "load: %v received; stopping everything the run started\n", sig)
+		stop()
+	}()
 	h, err := newHarness(o, os.Stdout)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "load: %v\n", err)

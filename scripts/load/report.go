@@ -61,10 +61,11 @@ type report struct {
 	jobGrowth, resultGrowth, otherGrowth int64
 	deadTuples, liveTuples               int64
 	loadStart, loadEnd                   string
+	peakRate                             float64
 }
 
 func (h *harness) report(ctx context.Context, a, b snapshot) (*report, error) {
-	r := &report{o: h.o, window: b.dbTime.Sub(a.dbTime), loadEnd: loadAvg()}
+	r := &report{o: h.o, window: b.dbTime.Sub(a.dbTime), loadEnd: loadAvg(), peakRate: h.peakRate}
 	for _, rep := range h.reps {
 		r.rss = append(r.rss, rep.peakRSS)
 	}
@@ -155,6 +156,7 @@ func (r *report) print(w io.Writer) {
 	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
 	row("checks/s (results observed in the window)", fmt.Sprintf("%.1f  (%d results; %.1f expected)",
 		float64(r.checks)/r.window.Seconds(), r.checks, float64(r.o.Services)/r.o.Interval.Seconds()))
+	row("peak checks/s over 10 s (draining a slot)", fmt.Sprintf("%.0f", r.peakRate))
 	row("lag due→result p50 / p95 / p99 / max", fmt.Sprintf("%.3fs / %.3fs / %.3fs / %.3fs", r.lagP50, r.lagP95, r.lagP99, r.lagMax))
 	row("whole slots measured", fmt.Sprintf("%d  (%d service-slots)", r.slots, r.expected))
 	row("slots without a result within their interval", fmt.Sprint(r.missed))
