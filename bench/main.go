@@ -41,6 +41,7 @@ type options struct {
 	PoolConns int
 	Rounds    int
 	Durable   bool
+	Async     bool
 	Keep      bool
 }
 
@@ -52,8 +53,10 @@ func main() {
 	flag.IntVar(&o.PoolConns, "pool", 0, "connections per client's pool (0: what the Vigil server uses, min(workers+4, 64))")
 	flag.IntVar(&o.Rounds, "rounds", 1, "rounds; each works off the jobs through River, then through Vigil")
 	flag.BoolVar(&o.Durable, "durable", true, "fsync and synchronous_commit on (false: the test settings)")
+	flag.BoolVar(&o.Async, "async-commit", false, "synchronous_commit=off on both queues' pools (durable server, commits not awaited)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the cluster's directory")
 	flag.Parse()
+	asyncCommit = o.Async
 	if o.PoolConns <= 0 {
 		o.PoolConns = min(o.Workers+4, 64)
 	}
@@ -125,8 +128,8 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 
-	fmt.Printf("bench: %d no-op jobs, %d clients x %d workers, pool %d per client, durable=%t, load average %s\n",
-		o.Jobs, o.Clients, o.Workers, o.PoolConns, o.Durable, loadAvg())
+	fmt.Printf("bench: %d no-op jobs, %d clients x %d workers, pool %d per client, durable=%t, async-commit=%t, load average %s\n",
+		o.Jobs, o.Clients, o.Workers, o.PoolConns, o.Durable, o.Async, loadAvg())
 	fmt.Printf("%-6s %6s %12s %14s %8s\n", "queue", "round", "insert jobs/s", "work-off jobs/s", "load")
 	var riverSum, vigilSum float64
 	for round := 1; round <= o.Rounds; round++ {
@@ -155,6 +158,9 @@ func loadAvg() string {
 	}
 	return string(b[:14])
 }
+
+// asyncCommit is -async-commit, for newPool.
+var asyncCommit bool
 
 // River's side.
 
@@ -186,6 +192,9 @@ func newPool(ctx context.Context, url string, conns int) (*pgxpool.Pool, error) 
 		return nil, err
 	}
 	cfg.MaxConns = int32(conns)
+	if asyncCommit {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
 

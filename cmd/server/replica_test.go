@@ -104,7 +104,7 @@ func startReplicaNoWait(t *testing.T, name, databaseURL, configPath string) *rep
 	t.Helper()
 	r := &replica{name: name, addr: freeAddr(t), log: &syncBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(serverBinary(t), "-addr", r.addr, "-instance", name, "-config", configPath, "-database-url", databaseURL)
-	r.cmd.Env = append(os.Environ(), "VIGIL_LOG_LEVEL=debug")
+	r.cmd.Env = append(os.Environ(), "VIGIL_LOG_LEVEL=debug", "VIGIL_PUBLIC_DASHBOARD=true")
 	r.cmd.Stdout = r.log
 	r.cmd.Stderr = r.log
 	require.NoError(t, r.cmd.Start())

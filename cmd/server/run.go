@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,6 +31,8 @@ const usage = `Usage:
   server db-stop [flags]      stop the embedded PostgreSQL under -data-dir
   server alerts list|retry|receive
                               webhook deliveries; retry FAILED ones; a local test receiver
+  server user add [-admin | -role R -group G] NAME
+                              create an account; the password is read from stdin
 
 Run "server -h" for the flags.
 `
@@ -51,6 +54,8 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		return runDBStop(ctx, args, env, stderr)
 	case "alerts":
 		return runAlerts(ctx, args, env, stdout, stderr)
+	case "user":
+		return runUser(ctx, args, env, os.Stdin, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -160,7 +165,13 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 		AlertBeforeFirstUp: cfg.Alerts.AlertBeforeFirstUp,
 	}, metrics, log)
 
-	e := web.New(web.Options{Store: webStore, Gatherer: reg, Logger: log, Instance: s.Instance})
+	requireLogin, secureCookies, err := accessSettings(env)
+	if err != nil {
+		return exitCode(err, stderr)
+	}
+	e := web.New(web.Options{Store: webStore, Gatherer: reg, Logger: log, Instance: s.Instance,
+		RequireLogin: requireLogin, SecureCookies: secureCookies,
+		Lease: cfg.Scheduler.Lease, AllowLinkLocal: cfg.Scheduler.AllowLinkLocal})
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
 		return exitCode(fmt.Errorf("listen on %s: %w (is another replica using this port? pick another with -addr)", s.Addr, err), stderr)
@@ -179,6 +190,9 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 		defer close(schedDone)
 		if !prepareDatabase(ctx, url, store, s, cfg, log) {
 			return
+		}
+		if err := ensureFirstAdmin(ctx, store, env, log); err != nil {
+			log.Error("first admin from VIGIL_ADMIN_PASSWORD", "err", err)
 		}
 		dispatcherDone := startDispatcher(ctx, store, cfg, s.Instance, reg, log)
 		maintDone := make(chan struct{})
