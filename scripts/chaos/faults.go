@@ -317,9 +317,11 @@ func (h *harness) databaseOutage(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		hz, rz := r.get("/healthz", 2*time.Second), r.get("/readyz", 3*time.Second)
-		if _, still := r.running(); !still {
-			continue // frozen or killed by its own lane meanwhile
+		// A replica its lane has just restarted may not listen yet: give it
+		// a few seconds to answer before judging what it says.
+		hz, rz := r.getAnswer("/healthz"), r.getAnswer("/readyz")
+		if now, still := r.running(); !still || now != inc {
+			continue // frozen, killed or restarted by its own lane meanwhile
 		}
 		h.survival.record("/healthz 200 during outage", hz == 200, "%s: /healthz answered %d", r.name, hz)
 		h.survival.record("/readyz 503 during outage", rz == 503, "%s: /readyz answered %d", r.name, rz)

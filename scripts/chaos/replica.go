@@ -319,3 +319,17 @@ func (r *replica) livesSnapshot() []life {
 	}
 	return out
 }
+
+// getAnswer asks path until the replica answers at all (a replica just
+// restarted may not listen yet) or 5 s pass, and returns the status (0 when
+// nothing answered). Any answer counts: a wrong one is not retried away.
+func (r *replica) getAnswer(path string) int {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code := r.get(path, 2*time.Second)
+		if code != 0 || time.Now().After(deadline) {
+			return code
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
