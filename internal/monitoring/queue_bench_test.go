@@ -175,7 +175,10 @@ func BenchmarkClaimCompleteLoop(b *testing.B) {
 			for i := range scheds {
 				cfg, err := pgxpool.ParseConfig(url)
 				require.NoError(b, err)
-				cfg.MaxConns = int32(min(tc.workers+4, 64))
+				// The server's pool size, within pgtest's max_connections of 100:
+				// past it, connects fail and the schedulers back off, which
+				// measures the error path instead of the queue.
+				cfg.MaxConns = int32(min(tc.workers+4, 64, 90/tc.replicas))
 				pool, err := pgxpool.NewWithConfig(ctx, cfg)
 				require.NoError(b, err)
 				b.Cleanup(pool.Close)

@@ -114,8 +114,16 @@ func (h *harness) run(ctx context.Context) (*report, error) {
 			return nil, fmt.Errorf("%s: %w (log in %s)", r.name, err, r.log.Name())
 		}
 	}
-	h.logf("all replicas ready; measuring for %s (load average %s)", o.Duration, loadAvg())
 	h.start = time.Now()
+	// The slot the replicas start in arrives as one burst of every service
+	// (its due times have passed); the window opens once that is worked off.
+	if o.Warmup > 0 {
+		h.logf("all replicas ready; warming up for %s (load average %s)", o.Warmup, loadAvg())
+		if err := h.progress(ctx, o.Warmup); err != nil {
+			return nil, err
+		}
+	}
+	h.logf("measuring for %s (load average %s)", o.Duration, loadAvg())
 
 	before, err := h.snapshot(ctx)
 	if err != nil {

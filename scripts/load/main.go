@@ -22,6 +22,7 @@ type options struct {
 	Replicas int
 	Duration time.Duration
 	Interval time.Duration
+	Warmup   time.Duration
 	Groups   int
 	Workers  int
 	Poll     time.Duration
@@ -35,6 +36,7 @@ func main() {
 	flag.IntVar(&o.Replicas, "replicas", 2, "replicas to run")
 	flag.DurationVar(&o.Duration, "duration", 120*time.Second, "measured window, after every replica is ready; at least 2 intervals")
 	flag.DurationVar(&o.Interval, "interval", 30*time.Second, "every service's interval")
+	flag.DurationVar(&o.Warmup, "warmup", 30*time.Second, "run before the window opens, so the start-up slot's burst is not measured")
 	flag.IntVar(&o.Groups, "groups", 5, "groups the services are spread over")
 	flag.IntVar(&o.Workers, "workers", 64, "scheduler.workers of each replica")
 	flag.DurationVar(&o.Poll, "poll", 250*time.Millisecond, "scheduler.poll of each replica")
