@@ -85,9 +85,9 @@ func freeAddr(t *testing.T) string {
 
 // startReplica runs `server` against databaseURL and waits until it answers
 // /readyz. It is killed at the end of the test if still running.
-func startReplica(t *testing.T, name, databaseURL, configPath string) *replica {
+func startReplica(t *testing.T, name, databaseURL, configPath string, extraEnv ...string) *replica {
 	t.Helper()
-	r := startReplicaNoWait(t, name, databaseURL, configPath)
+	r := startReplicaNoWait(t, name, databaseURL, configPath, extraEnv...)
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + r.addr + "/readyz")
 		if err != nil {
@@ -100,11 +100,11 @@ func startReplica(t *testing.T, name, databaseURL, configPath string) *replica {
 }
 
 // startReplicaNoWait starts a replica without waiting for it to be ready.
-func startReplicaNoWait(t *testing.T, name, databaseURL, configPath string) *replica {
+func startReplicaNoWait(t *testing.T, name, databaseURL, configPath string, extraEnv ...string) *replica {
 	t.Helper()
 	r := &replica{name: name, addr: freeAddr(t), log: &syncBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(serverBinary(t), "-addr", r.addr, "-instance", name, "-config", configPath, "-database-url", databaseURL)
-	r.cmd.Env = append(os.Environ(), "VIGIL_LOG_LEVEL=debug", "VIGIL_PUBLIC_DASHBOARD=true")
+	r.cmd.Env = append(append(os.Environ(), "VIGIL_LOG_LEVEL=debug", "VIGIL_PUBLIC_DASHBOARD=true"), extraEnv...)
 	r.cmd.Stdout = r.log
 	r.cmd.Stderr = r.log
 	require.NoError(t, r.cmd.Start())
