@@ -118,31 +118,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 func (d *Dispatcher) loop(ctx, hardCtx context.Context, inflight *sync.WaitGroup) {
-	free := make(chan struct{}, d.cfg.Senders) // a token per idle sender
-	for range d.cfg.Senders {
-		free <- struct{}{}
-	}
+	idle := newWorkerSlots(d.cfg.Senders)
 	backoff := d.cfg.Poll
 	for {
-		select {
-		case <-ctx.Done():
+		n := idle.takeIdle(ctx)
+		if n == 0 {
 			return
-		case <-free:
-		}
-		n := 1
-	take:
-		for n < d.cfg.Senders {
-			select {
-			case <-free:
-				n++
-			default:
-				break take
-			}
 		}
 		deliveries, err := d.tick(ctx, n)
-		for range n - len(deliveries) {
-			free <- struct{}{}
-		}
+		idle.give(n - len(deliveries))
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -161,7 +145,7 @@ func (d *Dispatcher) loop(ctx, hardCtx context.Context, inflight *sync.WaitGroup
 			inflight.Add(1)
 			go func() {
 				defer inflight.Done()
-				defer func() { free <- struct{}{} }()
+				defer idle.give(1)
 				d.deliver(hardCtx, dl)
 			}()
 		}

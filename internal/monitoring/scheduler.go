@@ -178,27 +178,12 @@ func (s *Scheduler) nudge() {
 // There is no per-tick ceiling: throughput is bounded by workers and the
 // database, not by the poll interval.
 func (s *Scheduler) claimLoop(ctx, hardCtx context.Context, workers *sync.WaitGroup) {
-	free := make(chan struct{}, s.cfg.Workers) // a token per idle worker
-	for range s.cfg.Workers {
-		free <- struct{}{}
-	}
+	idle := newWorkerSlots(s.cfg.Workers)
 	backoff := s.cfg.Poll
 	for {
-		// Wait for at least one idle worker, then take every idle one.
-		select {
-		case <-ctx.Done():
+		n := idle.takeIdle(ctx)
+		if n == 0 {
 			return
-		case <-free:
-		}
-		n := 1
-	take:
-		for n < s.cfg.Workers {
-			select {
-			case <-free:
-				n++
-			default:
-				break take
-			}
 		}
 		// The claim is not cancelled by shutdown: cancelled halfway, it may
 		// commit on the server while its rows never reach us, and those jobs
@@ -207,9 +192,7 @@ func (s *Scheduler) claimLoop(ctx, hardCtx context.Context, workers *sync.WaitGr
 		claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		jobs, err := s.store.Claim(claimCtx, ClaimParams{Instance: s.cfg.Instance.Name, Limit: n, Lease: s.cfg.Lease})
 		cancelClaim()
-		for range n - len(jobs) {
-			free <- struct{}{}
-		}
+		idle.give(n - len(jobs))
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -229,7 +212,7 @@ func (s *Scheduler) claimLoop(ctx, hardCtx context.Context, workers *sync.WaitGr
 			workers.Add(1)
 			go func() {
 				defer workers.Done()
-				defer func() { free <- struct{}{} }()
+				defer idle.give(1)
 				s.work(hardCtx, job)
 			}()
 		}
