@@ -26,13 +26,12 @@ func httpStatus(addr, path string) int {
 	return resp.StatusCode
 }
 
-// A replica outlives its database: it starts while PostgreSQL is not there
-// yet, keeps answering /healthz, reports 503 on /readyz during an outage,
-// logs the outage once, and resumes work when the database is back, without
-// a restart.
-func TestReplicaSurvivesDatabaseOutage(t *testing.T) {
-	t.Parallel()
-	dir, err := os.MkdirTemp("", "vigil-outage-")
+// ownDatabase prepares a PostgreSQL cluster of the test's own, which the test
+// can stop and start (startDB) to make outages; it is not started yet. It
+// returns the cluster's directory and the URL it will answer on.
+func ownDatabase(t *testing.T, prefix string) (dir, dbURL string, startDB func()) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dir, 0o755)) // the postgres user must reach it when we run as root
 	t.Cleanup(func() {
@@ -41,11 +40,21 @@ func TestReplicaSurvivesDatabaseOutage(t *testing.T) {
 	})
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	portNum, _ := strconv.Atoi(port)
-	dbURL := "postgres://postgres@127.0.0.1:" + port + "/vigil?sslmode=disable&connect_timeout=2"
-	startDB := func() {
+	dbURL = "postgres://postgres@127.0.0.1:" + port + "/vigil?sslmode=disable&connect_timeout=2"
+	startDB = func() {
 		_, err := localpg.Ensure(context.Background(), localpg.Options{DataDir: dir, Port: portNum, Ephemeral: true})
 		require.NoError(t, err)
 	}
+	return dir, dbURL, startDB
+}
+
+// A replica outlives its database: it starts while PostgreSQL is not there
+// yet, keeps answering /healthz, reports 503 on /readyz during an outage,
+// logs the outage once, and resumes work when the database is back, without
+// a restart.
+func TestReplicaSurvivesDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	dir, dbURL, startDB := ownDatabase(t, "vigil-outage-")
 
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(target.Close)

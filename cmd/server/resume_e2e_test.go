@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -22,20 +19,7 @@ import (
 // chaos run found replicas idle for up to 30 s after PostgreSQL returned.)
 func TestWorkResumesPromptlyAfterLongOutage(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "vigil-resume-")
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(dir, 0o755)) // the postgres user must reach it when we run as root
-	t.Cleanup(func() {
-		_ = localpg.StopImmediate(context.Background(), dir)
-		_ = os.RemoveAll(dir)
-	})
-	_, port, _ := net.SplitHostPort(freeAddr(t))
-	portNum, _ := strconv.Atoi(port)
-	dbURL := "postgres://postgres@127.0.0.1:" + port + "/vigil?sslmode=disable&connect_timeout=2"
-	startDB := func() {
-		_, err := localpg.Ensure(context.Background(), localpg.Options{DataDir: dir, Port: portNum, Ephemeral: true})
-		require.NoError(t, err)
-	}
+	dir, dbURL, startDB := ownDatabase(t, "vigil-resume-")
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(target.Close)
 	cfg := writeConfig(t, `
