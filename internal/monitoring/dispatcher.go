@@ -173,7 +173,12 @@ func (d *Dispatcher) tick(ctx context.Context, n int) ([]Delivery, error) {
 		d.metrics.Deliveries.WithLabelValues("failed").Add(float64(failed))
 		d.log.Error("alert deliveries failed: lease expired on their last attempt", "count", failed)
 	}
-	return d.store.ClaimDeliveries(ctx, DeliveryClaimParams{
+	// As in the scheduler, the claim is not cancelled by shutdown: cancelled
+	// halfway it may commit on the server while its rows never reach us, and
+	// those deliveries would sit SENDING under nobody until their leases expire.
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return d.store.ClaimDeliveries(claimCtx, DeliveryClaimParams{
 		Instance: d.cfg.Instance, Limit: n, Lease: d.cfg.Lease, Webhooks: d.names,
 	})
 }
