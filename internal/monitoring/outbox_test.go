@@ -176,11 +176,17 @@ func TestDispatchersDeliverEachEventOncePerWebhook(t *testing.T) {
 			require.True(t, seen[monitoring.IdempotencyKey(key, hook.Name)], "webhook %s never got %s", hook.Name, key)
 		}
 	}
-	var delivered float64
-	for _, m := range metrics {
-		delivered += testutil.ToFloat64(m.Deliveries.WithLabelValues("delivered"))
+	// A dispatcher counts a delivery just after its mark commits, so the
+	// counters can trail the table for a moment.
+	delivered := func() float64 {
+		var n float64
+		for _, m := range metrics {
+			n += testutil.ToFloat64(m.Deliveries.WithLabelValues("delivered"))
+		}
+		return n
 	}
-	require.EqualValues(t, 2*events, delivered)
+	waitFor(t, "the delivered counters", func() bool { return delivered() >= 2*events })
+	require.EqualValues(t, 2*events, delivered())
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM alert_outbox WHERE routed_at IS NULL`))
 }
 
@@ -228,6 +234,10 @@ func TestStalledDispatcherLosesTheDeliveryAndItsMarkIsRejected(t *testing.T) {
 	require.Equal(t, monitoring.DeliveryDelivered, state)
 	require.Equal(t, 2, attempts)
 	require.Equal(t, "replica-b", owner)
+	// The counter follows the committed mark by a moment.
+	waitFor(t, "replica-b's delivered counter", func() bool {
+		return testutil.ToFloat64(metricsB.Deliveries.WithLabelValues("delivered")) >= 1
+	})
 	require.EqualValues(t, 1, testutil.ToFloat64(metricsB.Deliveries.WithLabelValues("delivered")))
 }
 
@@ -267,6 +277,10 @@ func TestDeliveryIsRetriedWithBackoffUntilTheReceiverRecovers(t *testing.T) {
 	require.Equal(t, 4, attempts)
 	require.Empty(t, lastError)
 	require.Equal(t, 202, b.count(t, `SELECT last_http_status FROM alert_delivery WHERE event_id = $1`, eventID))
+	// The counter follows the committed mark by a moment.
+	waitFor(t, "the delivered counter", func() bool {
+		return testutil.ToFloat64(metrics.Deliveries.WithLabelValues("delivered")) >= 1
+	})
 	require.EqualValues(t, 3, testutil.ToFloat64(metrics.Deliveries.WithLabelValues("retried")))
 	require.EqualValues(t, 1, testutil.ToFloat64(metrics.Deliveries.WithLabelValues("delivered")))
 }
