@@ -306,8 +306,8 @@ func (noopProber) Probe(context.Context, string, time.Duration) monitoring.Probe
 	return monitoring.ProbeResult{Status: "UP", Latency: time.Millisecond, HTTPStatus: 200}
 }
 
-// runVigil inserts the jobs (due now, over 100 disabled services so the
-// producers add none), then runs one Scheduler per client on its own pool
+// runVigil inserts the jobs (due now, one per disabled service, as one slot
+// of a fleet would be; disabled so the producers add none), then runs one Scheduler per client on its own pool
 // and waits until every job has its result.
 func runVigil(ctx context.Context, url string, o options) (insertRate, workRate float64, err error) {
 	pool, err := newPool(ctx, url, o.PoolConns)
@@ -320,14 +320,14 @@ func runVigil(ctx context.Context, url string, o options) (insertRate, workRate 
 		return 0, 0, err
 	}
 	_, err = pool.Exec(ctx, `INSERT INTO monitored_service (name, url, interval_seconds, timeout_ms, enabled)
-SELECT 'bench-' || i, 'http://127.0.0.1:1/', 30, 1000, false FROM generate_series(1, 100) i`)
+SELECT 'bench-' || i, 'http://127.0.0.1:1/', 30, 1000, false FROM generate_series(1, $1) i`, o.Jobs)
 	if err != nil {
 		return 0, 0, err
 	}
 	start := time.Now()
 	_, err = pool.Exec(ctx, `INSERT INTO monitoring_job (service_id, scheduled_slot, target_url, timeout_ms, max_attempts, available_at)
 SELECT s.id, n, 'http://127.0.0.1:1/', 1000, 3, clock_timestamp()
-FROM generate_series(1, $1) n JOIN monitored_service s ON s.name = 'bench-' || (n % 100 + 1)`, o.Jobs)
+FROM generate_series(1, $1) n JOIN monitored_service s ON s.name = 'bench-' || n`, o.Jobs)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -41,7 +41,7 @@ func TestBrowserAdminManagesServicesViewerCannot(t *testing.T) {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(target.Close)
 	cfg := writeConfig(t, `
-scheduler: {lease: 10s, poll: 200ms}
+scheduler: {lease: 10s, poll: 200ms, spread: 0s}
 services:
   - {name: from-file, url: "`+target.URL+`/file", interval: 1h, timeout: 2s}
 `)

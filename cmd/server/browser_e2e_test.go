@@ -120,7 +120,7 @@ func TestBrowserTwoReplicasShowTheSamePicture(t *testing.T) {
 	target := httptest.NewServer(mux)
 	t.Cleanup(target.Close)
 	cfg := writeConfig(t, `
-scheduler: {lease: 30s, poll: 200ms}
+scheduler: {lease: 30s, poll: 200ms, spread: 0s}
 groups: [{name: shop}]
 services:
   - {name: checkout, group: shop, url: "`+target.URL+`/health", interval: 1s, timeout: 2s}

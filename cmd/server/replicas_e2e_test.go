@@ -39,7 +39,7 @@ func TestStalledReplicaLosesJobToOther(t *testing.T) {
 	t.Cleanup(target.Close)
 
 	cfg := writeConfig(t, `
-scheduler: {lease: 2s, max_attempts: 3, retry_base: 1s, retry_cap: 2s, workers: 2, poll: 200ms}
+scheduler: {lease: 2s, max_attempts: 3, retry_base: 1s, retry_cap: 2s, workers: 2, poll: 200ms, spread: 0s}
 services:
   - {name: inventory, url: "`+target.URL+`/health", interval: 1h, timeout: 1500ms}
 `)
@@ -140,7 +140,7 @@ func TestConditionsFromConfigDecideTheResult(t *testing.T) {
 	}))
 	t.Cleanup(target.Close)
 	cfg := writeConfig(t, `
-scheduler: {lease: 5s, poll: 100ms}
+scheduler: {lease: 5s, poll: 100ms, spread: 0s}
 services:
   - name: api
     url: "`+target.URL+`/health"

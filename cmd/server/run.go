@@ -160,6 +160,7 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 		MaxAttempts:        sc.MaxAttempts,
 		RetryBase:          sc.RetryBase,
 		RetryCap:           sc.RetryCap,
+		Spread:             sc.Spread,
 		FailureThreshold:   cfg.Alerts.FailureThreshold,
 		SuccessThreshold:   cfg.Alerts.SuccessThreshold,
 		AlertBeforeFirstUp: cfg.Alerts.AlertBeforeFirstUp,

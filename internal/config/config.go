@@ -29,6 +29,7 @@ const (
 	DefaultRetryCap    = 60 * time.Second
 	DefaultWorkers     = 8
 	DefaultPoll        = time.Second
+	DefaultSpread      = time.Minute
 
 	DefaultInterval         = 30 * time.Second
 	DefaultTimeout          = 5 * time.Second
@@ -38,6 +39,7 @@ const (
 	maxMaxAttempts = 20
 	maxWorkers     = 10000
 	minPoll        = 10 * time.Millisecond
+	maxSpread      = time.Hour
 	minInterval    = time.Second
 	maxNameLength  = 200 // characters, not bytes
 )
@@ -61,6 +63,10 @@ type Scheduler struct {
 	RetryCap    time.Duration // backoff ceiling; default 60s, at least RetryBase
 	Workers     int           // concurrent probes per replica; default 8, 1..10000
 	Poll        time.Duration // how often an idle worker looks for jobs; default 1s, at least 10ms
+	// Spread places each service's check at a fixed point within its slot, at most
+	// min(Spread, 80% of the interval) after the slot starts, so a slot does not begin
+	// with every check at once; default 1m, 0s to check every service at the slot's start.
+	Spread time.Duration
 	// AllowLinkLocal lets every service probe link-local and cloud metadata addresses
 	// (169.254.0.0/16, fe80::/10, fd00:ec2::254), which are refused by default.
 	AllowLinkLocal bool
@@ -113,6 +119,7 @@ func Default() *Config {
 			RetryCap:    DefaultRetryCap,
 			Workers:     DefaultWorkers,
 			Poll:        DefaultPoll,
+			Spread:      DefaultSpread,
 		},
 		Alerts:    defaultAlerts(),    // alerts.go
 		Retention: DefaultRetention(), // retention.go

@@ -301,6 +301,12 @@ services:
 		want:  []string{"poll 5ms is shorter than 10ms", "10ms or more"},
 	},
 	{
+		name:  "negative spread",
+		yaml:  "scheduler: {spread: -1s}\n",
+		field: "scheduler.spread",
+		want:  []string{"spread -1s is outside 0s..1h", "between 0s"},
+	},
+	{
 		name:  "retry_base zero",
 		yaml:  "scheduler: {retry_base: 0s}\n",
 		field: "scheduler.retry_base",
@@ -495,6 +501,7 @@ func TestParseFullExample(t *testing.T) {
 			RetryCap:    90 * time.Second,
 			Workers:     16,
 			Poll:        250 * time.Millisecond,
+			Spread:      20 * time.Second,
 		},
 		Groups: []Group{{Name: "core"}, {Name: "edge"}},
 		Services: []Service{

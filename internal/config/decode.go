@@ -19,7 +19,7 @@ import (
 // Known keys, in the order messages list them.
 var (
 	rootFields      = []string{"scheduler", "groups", "services", "alerts", "maintenance_windows", "retention"}
-	schedulerFields = []string{"lease", "max_attempts", "retry_base", "retry_cap", "workers", "poll", "allow_link_local"}
+	schedulerFields = []string{"lease", "max_attempts", "retry_base", "retry_cap", "workers", "poll", "spread", "allow_link_local"}
 	groupFields     = []string{"name"}
 	serviceFields   = append([]string{"name", "group", "url", "interval", "timeout", "enabled"}, probeFields...) // probe.go
 )
@@ -171,6 +171,7 @@ func (d *decoder) config(doc *yaml.Node) *Config {
 		d.duration(sf, sc, "retry_cap", &s.RetryCap)
 		d.integer(sf, sc, "workers", &s.Workers)
 		d.duration(sf, sc, "poll", &s.Poll)
+		d.duration(sf, sc, "spread", &s.Spread)
 		d.boolean(sf, sc, "allow_link_local", &s.AllowLinkLocal)
 	}
 

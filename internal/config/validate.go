@@ -82,6 +82,10 @@ func (v *validator) scheduler(s Scheduler) {
 		v.report(sc, "poll", "poll "+formatDuration(s.Poll)+" is shorter than 10ms",
 			"set scheduler.poll to 10ms or more (default 1s); polling faster only loads the database")
 	}
+	if s.Spread < 0 || s.Spread > maxSpread {
+		v.report(sc, "spread", "spread "+formatDuration(s.Spread)+" is outside 0s..1h",
+			"set scheduler.spread between 0s (every check at its slot's start) and 1h (default 1m)")
+	}
 }
 
 // groups checks the groups and returns every defined name in file order, valid or not, so

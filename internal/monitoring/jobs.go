@@ -37,18 +37,26 @@ type Job struct {
 // one), and since one statement enqueues every service, every replica's
 // producer would stop creating jobs for every service until that transaction
 // ended. ON CONFLICT still settles two producers inserting a new slot at once.
-func (s *Store) EnqueueDue(ctx context.Context, maxAttempts int) (int64, error) {
+//
+// With spread > 0 each service's job is due at a fixed place in its slot: an
+// offset from the slot's start taken from a hash of the service id, below
+// min(spread, 80% of the interval). A fleet's checks then arrive evenly rather
+// than all at the slot's first second, and a service is still checked at the
+// same phase every slot. The job is created at the slot's start either way.
+func (s *Store) EnqueueDue(ctx context.Context, maxAttempts int, spread time.Duration) (int64, error) {
 	const q = `
 WITH db_now AS (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint AS epoch)
 INSERT INTO monitoring_job (service_id, scheduled_slot, target_url, timeout_ms, probe, max_attempts, available_at)
-SELECT s.id, slot.start, s.url, s.timeout_ms, s.probe, $1, to_timestamp(slot.start)
+SELECT s.id, slot.start, s.url, s.timeout_ms, s.probe, $1,
+       to_timestamp(slot.start) + (s.id * 2654435761 % 4294967296) * slot.window_ms / 4294967296 * interval '1 millisecond'
 FROM monitored_service s
 CROSS JOIN db_now
-CROSS JOIN LATERAL (SELECT db_now.epoch - db_now.epoch % s.interval_seconds AS start) slot
+CROSS JOIN LATERAL (SELECT db_now.epoch - db_now.epoch % s.interval_seconds AS start,
+                           least($2::bigint, s.interval_seconds * 800) AS window_ms) slot
 WHERE s.enabled AND s.retired_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM monitoring_job j WHERE j.service_id = s.id AND j.scheduled_slot = slot.start)
 ON CONFLICT (service_id, scheduled_slot) DO NOTHING`
-	tag, err := s.pool.Exec(ctx, q, maxAttempts)
+	tag, err := s.pool.Exec(ctx, q, maxAttempts, spread.Milliseconds())
 	if err != nil {
 		return 0, fmt.Errorf("enqueue due jobs: %w", err)
 	}
@@ -69,7 +77,9 @@ type ClaimParams struct {
 //
 // The picks are MATERIALIZED CTEs: PostgreSQL runs them exactly once, so the
 // LIMIT holds. An `UPDATE ... WHERE id IN (SELECT ... LIMIT n)` can be
-// re-executed under a nested-loop plan and claim more than n rows.
+// re-executed under a nested-loop plan and claim more than n rows. The update
+// finds the picked rows through the primary key (= ANY of an array); a join
+// with the CTE lets the planner hash the whole table for a large batch.
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
 	const q = `
 WITH expired AS MATERIALIZED (
@@ -97,8 +107,7 @@ SET state = 'RUNNING',
     owner_instance = $2,
     lease_until = clock_timestamp() + $3 * interval '1 millisecond',
     claimed_at = clock_timestamp()
-FROM picked
-WHERE j.id = picked.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING j.id, j.service_id, j.scheduled_slot, j.target_url, j.timeout_ms, j.probe,
           j.attempts, j.max_attempts, j.owner_token, j.lease_until`
 	if p.Limit <= 0 {
@@ -125,105 +134,6 @@ RETURNING j.id, j.service_id, j.scheduled_slot, j.target_url, j.timeout_ms, j.pr
 // The guard every owner-only write repeats: same job, still RUNNING, same
 // token, lease not yet expired on the DB clock.
 const ownerGuard = `id = $1 AND state = 'RUNNING' AND owner_token = $2 AND lease_until > clock_timestamp()`
-
-// CompleteParams carries a finished probe back to the queue.
-type CompleteParams struct {
-	JobID            int64
-	Token            uuid.UUID
-	Instance         string
-	Result           ProbeResult
-	FailureThreshold int
-	SuccessThreshold int
-	// AlertBeforeFirstUp announces DOWN for a service never seen UP (status.go).
-	AlertBeforeFirstUp bool
-}
-
-// Completion says what a successful Complete wrote.
-type Completion struct {
-	StatusUpdated bool   // false when a newer slot's result was already stored
-	Alert         string // "DOWN" or "UP" when an alert_outbox row was written
-	HeldBack      string // the maintenance window that held an alert back, if one did
-}
-
-// Complete stores a probe's result. In one transaction: the guarded UPDATE to
-// DONE (0 rows: ErrStaleOwner, nothing written), the result row (job_id is its
-// key, so a second result is impossible), the latest status if this slot is
-// newer than the stored one, and an alert_outbox row on a transition.
-func (s *Store) Complete(ctx context.Context, p CompleteParams) (Completion, error) {
-	var c Completion
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// The guard, written out so the result can keep what it checked: held
-		// locks the row first, then guard reads the DB clock (held's rows
-		// arrive only once locked), and the lease is compared with that same
-		// instant. The UPDATE clears lease_until, so it is returned from held.
-		const done = `
-WITH held AS MATERIALIZED (
-    SELECT id, lease_until FROM monitoring_job
-    WHERE id = $1 AND state = 'RUNNING' AND owner_token = $2
-    FOR UPDATE
-), guard AS MATERIALIZED (
-    SELECT id, lease_until, clock_timestamp() AS at FROM held
-)
-UPDATE monitoring_job j
-SET state = 'DONE', owner_token = NULL, lease_until = NULL, finished_at = clock_timestamp()
-FROM guard
-WHERE j.id = guard.id AND j.state = 'RUNNING' AND j.owner_token = $2 AND guard.lease_until > guard.at
-RETURNING j.service_id, j.scheduled_slot, j.attempts, guard.lease_until, guard.at`
-		var serviceID, slot int64
-		var attempt int
-		var leaseUntil, guardedAt time.Time
-		err := tx.QueryRow(ctx, done, p.JobID, p.Token).Scan(&serviceID, &slot, &attempt, &leaseUntil, &guardedAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrStaleOwner
-		}
-		if err != nil {
-			return fmt.Errorf("mark job done: %w", err)
-		}
-
-		const result = `
-INSERT INTO monitoring_job_result
-    (job_id, service_id, scheduled_slot, status, latency_ms, http_status, error, attempt, owner_token, probed_by,
-     lease_until, guarded_at, degraded, failed_condition)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-RETURNING observed_at`
-		r := p.Result
-		var observedAt time.Time
-		err = tx.QueryRow(ctx, result, p.JobID, serviceID, slot, r.Status, latencyMS(r.Latency),
-			nullInt(r.HTTPStatus), nullString(r.Error), attempt, p.Token, p.Instance,
-			leaseUntil, guardedAt, r.Degraded, nullString(r.FailedCondition)).Scan(&observedAt)
-		if err != nil {
-			return fmt.Errorf("insert result: %w", err)
-		}
-
-		st, updated, err := upsertStatus(ctx, tx, statusUpdate{
-			serviceID: serviceID, jobID: p.JobID, slot: slot, result: r,
-			checkedAt: observedAt, checkedBy: p.Instance,
-		})
-		if err != nil || !updated {
-			return err
-		}
-		c.StatusUpdated = true
-		next, err := decideAlert(ctx, tx, serviceID, slot, st, alertPolicy{
-			failureThreshold: p.FailureThreshold, successThreshold: p.SuccessThreshold, beforeFirstUp: p.AlertBeforeFirstUp,
-		})
-		c.HeldBack = next.heldBack
-		if err != nil || next.state == st.alertState {
-			return err
-		}
-		if err := recordAlert(ctx, tx, serviceID, p.JobID, slot, st, next); err != nil {
-			return err
-		}
-		c.Alert = next.event
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, ErrStaleOwner) {
-			return Completion{}, err
-		}
-		return Completion{}, fmt.Errorf("complete job %d: %w", p.JobID, err)
-	}
-	return c, nil
-}
 
 // RetryParams hands a job back after a failure of Vigil itself (not a DOWN).
 type RetryParams struct {

@@ -91,12 +91,12 @@ func TestEnqueueDueCreatesOneJobPerSlot(t *testing.T) {
 VALUES ('paused', 'http://127.0.0.1:1/', 3600, 1000, false)`)
 	require.NoError(t, err)
 
-	n, err := b.store.EnqueueDue(ctx, 3)
+	n, err := b.store.EnqueueDue(ctx, 3, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n, "one job per enabled service")
 	// Replicas enqueue the same slot again and again: nothing new.
 	for range 3 {
-		n, err = b.store.EnqueueDue(ctx, 3)
+		n, err = b.store.EnqueueDue(ctx, 3, 0)
 		require.NoError(t, err)
 		require.EqualValues(t, 0, n)
 	}
@@ -304,4 +304,62 @@ WHERE id = $1 AND state = 'RUNNING' AND owner_token = $2 AND finished_at IS NULL
 		"DONE was rolled back: the job is still RUNNING under the same token")
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM service_status`), "no status written")
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM monitoring_job_result`))
+}
+
+// With a spread each service's job is due at its own fixed offset into the
+// slot, below min(spread, 80% of the interval).
+func TestEnqueueDueSpreadsDueTimesWithinTheSlot(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	_, err := b.pool.Exec(ctx, `INSERT INTO monitored_service (name, url, interval_seconds, timeout_ms)
+SELECT 'hourly-' || i, 'http://127.0.0.1:1/', 3600, 1000 FROM generate_series(1, 200) i`)
+	require.NoError(t, err)
+	offsets := func() map[string]float64 {
+		rows, err := b.pool.Query(ctx, `SELECT s.name, extract(epoch FROM j.available_at - to_timestamp(j.scheduled_slot))::float8
+FROM monitoring_job j JOIN monitored_service s ON s.id = j.service_id`)
+		require.NoError(t, err)
+		out := map[string]float64{}
+		for rows.Next() {
+			var name string
+			var off float64
+			require.NoError(t, rows.Scan(&name, &off))
+			out[name] = off
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+
+	n, err := b.store.EnqueueDue(ctx, 3, 10*time.Second)
+	require.NoError(t, err)
+	require.EqualValues(t, 200, n)
+	first := offsets()
+	var early, late int
+	for name, off := range first {
+		require.GreaterOrEqual(t, off, 0.0, name)
+		require.Less(t, off, 10.0, name)
+		if off < 5 {
+			early++
+		} else {
+			late++
+		}
+	}
+	// Spread evenly, not bunched: each half of the window holds a fair share.
+	require.Greater(t, early, 60)
+	require.Greater(t, late, 60)
+
+	// The place is stable: the same service gets the same offset again.
+	_, err = b.pool.Exec(ctx, `DELETE FROM monitoring_job`)
+	require.NoError(t, err)
+	_, err = b.store.EnqueueDue(ctx, 3, 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, first, offsets())
+
+	// A short interval caps the window at 80% of it.
+	_, err = b.pool.Exec(ctx, `DELETE FROM monitoring_job; UPDATE monitored_service SET interval_seconds = 2`)
+	require.NoError(t, err)
+	_, err = b.store.EnqueueDue(ctx, 3, time.Minute)
+	require.NoError(t, err)
+	for name, off := range offsets() {
+		require.Less(t, off, 1.6, name)
+	}
 }

@@ -160,7 +160,7 @@ func TestSyncConfigStoresProbeAndJobsSnapshotIt(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 0, sum.Upserted, "an unchanged probe is not rewritten")
 
-	_, err = b.store.EnqueueDue(ctx, 3)
+	_, err = b.store.EnqueueDue(ctx, 3, 0)
 	require.NoError(t, err)
 	changed := spec
 	changed.Probe.Conditions = []string{"[RESPONSE_TIME] < 100"}

@@ -59,7 +59,7 @@ func BenchmarkEnqueueDue(b *testing.B) {
 				_, err := pool.Exec(ctx, `TRUNCATE monitoring_job CASCADE`)
 				require.NoError(b, err)
 				b.StartTimer()
-				got, err := store.EnqueueDue(ctx, 3)
+				got, err := store.EnqueueDue(ctx, 3, 0)
 				require.NoError(b, err)
 				require.EqualValues(b, n, got)
 			}
@@ -70,14 +70,14 @@ func BenchmarkEnqueueDue(b *testing.B) {
 			ctx := context.Background()
 			seedServices(b, pool, n, true)
 			store := monitoring.NewStore(pool)
-			_, err := store.EnqueueDue(ctx, 3)
+			_, err := store.EnqueueDue(ctx, 3, 0)
 			require.NoError(b, err)
 			_, err = pool.Exec(ctx, `VACUUM ANALYZE monitoring_job`)
 			require.NoError(b, err)
 			b.ResetTimer()
 			for range b.N {
 				// A slot boundary between the two calls would insert; rare, and harmless.
-				_, err := store.EnqueueDue(ctx, 3)
+				_, err := store.EnqueueDue(ctx, 3, 0)
 				require.NoError(b, err)
 			}
 		})

@@ -247,7 +247,7 @@ func TestRetentionAndTheDedupeKey(t *testing.T) {
 	require.EqualValues(t, 1, r.Jobs)
 
 	for range 3 {
-		_, err := b.store.EnqueueDue(ctx, 3)
+		_, err := b.store.EnqueueDue(ctx, 3, 0)
 		require.NoError(t, err)
 	}
 	assert.Zero(t, b.count(t, `SELECT count(*) FROM monitoring_job WHERE scheduled_slot = $1`, oldSlot),

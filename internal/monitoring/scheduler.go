@@ -13,13 +13,17 @@ import (
 
 // SchedulerConfig is one replica's share of the scheduler settings.
 type SchedulerConfig struct {
-	Instance         Instance
-	Workers          int
-	Lease            time.Duration
-	Poll             time.Duration // idle claim polling
-	MaxAttempts      int
-	RetryBase        time.Duration
-	RetryCap         time.Duration
+	Instance    Instance
+	Workers     int
+	Lease       time.Duration
+	Poll        time.Duration // idle claim polling
+	MaxAttempts int
+	RetryBase   time.Duration
+	RetryCap    time.Duration
+	// Spread places each service's check at a fixed offset within its slot,
+	// below min(Spread, 80% of the interval); 0 makes every job due at the
+	// slot's start (Store.EnqueueDue).
+	Spread           time.Duration
 	FailureThreshold int
 	SuccessThreshold int
 	// AlertBeforeFirstUp announces DOWN for a service never seen UP.
@@ -68,6 +72,7 @@ type Scheduler struct {
 	metrics *Metrics
 	log     *slog.Logger
 	outage  *outageLog
+	results *completer
 	wake    chan struct{}
 	stale   atomic.Int64 // stale completions since start, reported with each heartbeat
 }
@@ -77,8 +82,9 @@ func NewScheduler(store *Store, prober Prober, cfg SchedulerConfig, metrics *Met
 	cfg.setDefaults()
 	return &Scheduler{
 		store: store, prober: prober, cfg: cfg, metrics: metrics, log: log,
-		outage: &outageLog{log: log},
-		wake:   make(chan struct{}, 1),
+		outage:  &outageLog{log: log},
+		results: newCompleter(store, max(cfg.Workers, 1)),
+		wake:    make(chan struct{}, 1),
 	}
 }
 
@@ -99,6 +105,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		defer loops.Done()
 		s.produce(ctx)
 	}()
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		s.results.run()
+	}()
 
 	var workers sync.WaitGroup
 	s.claimLoop(ctx, hardCtx, &workers)
@@ -116,6 +127,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		hardCancel()
 		<-done
 	}
+	close(s.results.in) // every worker has finished: write what they left
+	<-written
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := s.store.MarkInstanceStopped(stopCtx, s.cfg.Instance.Name, s.stale.Load()); err != nil {
@@ -129,7 +142,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) produce(ctx context.Context) {
 	lastBeat := time.Now()
 	for {
-		n, err := s.store.EnqueueDue(ctx, s.cfg.MaxAttempts)
+		n, err := s.store.EnqueueDue(ctx, s.cfg.MaxAttempts, s.cfg.Spread)
 		if err == nil {
 			recovered := s.outage.ok()
 			s.metrics.JobsEnqueued.Add(float64(n))
@@ -264,8 +277,9 @@ func (s *Scheduler) work(hardCtx context.Context, job Job) {
 	s.metrics.ProbeDuration.Observe(result.Latency.Seconds())
 	log.Debug("probed", "status", result.Status, "latency", result.Latency, "degraded", result.Degraded,
 		"reason", result.Error)
-	c, err := s.store.Complete(writeCtx, CompleteParams{
-		JobID: job.ID, Token: job.Token, Instance: s.cfg.Instance.Name, Result: result,
+	c, err := s.results.complete(writeCtx, CompleteParams{
+		JobID: job.ID, Token: job.Token, ServiceID: job.ServiceID, Slot: job.Slot,
+		Instance: s.cfg.Instance.Name, Result: result,
 		FailureThreshold: s.cfg.FailureThreshold, SuccessThreshold: s.cfg.SuccessThreshold,
 		AlertBeforeFirstUp: s.cfg.AlertBeforeFirstUp,
 	})

@@ -104,7 +104,7 @@ func TestSyncConfigIsIdempotentAndConcurrent(t *testing.T) {
 	require.EqualValues(t, 1, sum.Retired)
 	require.Equal(t, 4000, b.count(t, `SELECT timeout_ms FROM monitored_service WHERE name = 'svc-00'`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM monitored_service WHERE name = 'svc-49' AND retired_at IS NOT NULL`))
-	n, err := b.store.EnqueueDue(ctx, 3)
+	n, err := b.store.EnqueueDue(ctx, 3, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 49, n, "a retired service gets no new jobs")
 }

@@ -2,19 +2,11 @@ package monitoring
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
-
-type statusUpdate struct {
-	serviceID, jobID, slot int64
-	result                 ProbeResult
-	checkedAt              time.Time
-	checkedBy              string
-}
 
 // serviceState is a service_status row as it stands after an update.
 type serviceState struct {
@@ -26,47 +18,6 @@ type serviceState struct {
 	alertState           string // UNKNOWN, UP or DOWN: what alerts last announced
 	alertSince           *time.Time
 	reason               string
-}
-
-// upsertStatus stores the latest status only when this slot is newer than the
-// stored one, so a slow old slot completing late cannot overwrite a newer
-// result or flip the alert state. It reports false when it changed nothing.
-func upsertStatus(ctx context.Context, tx pgx.Tx, u statusUpdate) (serviceState, bool, error) {
-	const q = `
-INSERT INTO service_status AS s
-    (service_id, status, last_slot, last_job_id, checked_at, checked_by, latency_ms, http_status, error,
-     consecutive_failures, consecutive_successes, status_since, degraded)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        CASE WHEN $2 = 'DOWN' THEN 1 ELSE 0 END, CASE WHEN $2 = 'UP' THEN 1 ELSE 0 END, $5, $10)
-ON CONFLICT (service_id) DO UPDATE SET
-    status = EXCLUDED.status,
-    last_slot = EXCLUDED.last_slot,
-    last_job_id = EXCLUDED.last_job_id,
-    checked_at = EXCLUDED.checked_at,
-    checked_by = EXCLUDED.checked_by,
-    latency_ms = EXCLUDED.latency_ms,
-    http_status = EXCLUDED.http_status,
-    error = EXCLUDED.error,
-    degraded = EXCLUDED.degraded,
-    consecutive_failures = CASE WHEN EXCLUDED.status = 'DOWN' THEN s.consecutive_failures + 1 ELSE 0 END,
-    consecutive_successes = CASE WHEN EXCLUDED.status = 'UP' THEN s.consecutive_successes + 1 ELSE 0 END,
-    status_since = CASE WHEN EXCLUDED.status = s.status THEN s.status_since ELSE EXCLUDED.checked_at END
-WHERE s.last_slot < EXCLUDED.last_slot
-RETURNING status, consecutive_failures, consecutive_successes, status_since, checked_at, alert_state, alert_since`
-	r := u.result
-	var st serviceState
-	err := tx.QueryRow(ctx, q, u.serviceID, r.Status, u.slot, u.jobID, u.checkedAt, u.checkedBy,
-		latencyMS(r.Latency), nullInt(r.HTTPStatus), nullString(r.Error), r.Degraded).
-		Scan(&st.status, &st.consecutiveFailures, &st.consecutiveSuccesses, &st.statusSince,
-			&st.checkedAt, &st.alertState, &st.alertSince)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return st, false, nil // an older slot: the stored status is newer
-	}
-	if err != nil {
-		return st, false, fmt.Errorf("update service status: %w", err)
-	}
-	st.reason = r.Error
-	return st, true, nil
 }
 
 type alertDecision struct {
@@ -128,33 +79,66 @@ func nextAlert(st serviceState, p alertPolicy) alertDecision {
 	return alertDecision{state: st.alertState}
 }
 
-// recordAlert moves the service's alert state and, for an announced
-// transition, writes the outbox row in the completing transaction. The event
-// key is derived from the job id: one job completes once, so one event.
-func recordAlert(ctx context.Context, tx pgx.Tx, serviceID, jobID, slot int64, st serviceState, next alertDecision) error {
-	// A DOWN period starts with the first failing check, not when the
-	// threshold was reached, so a recovery can say how long it really lasted.
-	since := st.checkedAt
-	if next.state == "DOWN" {
-		since = st.statusSince
-	}
-	const update = `UPDATE service_status SET alert_state = $2, alert_since = $3 WHERE service_id = $1`
-	if _, err := tx.Exec(ctx, update, serviceID, next.state, since); err != nil {
-		return fmt.Errorf("update alert state: %w", err)
-	}
-	if next.event == "" {
+// alertChange is one service's move of alert state, with the outbox event
+// when the move is announced.
+type alertChange struct {
+	serviceID, jobID, slot int64
+	st                     serviceState
+	next                   alertDecision
+}
+
+// recordAlerts moves the services' alert states and writes an outbox row for
+// each announced transition, in the completing transaction: two statements
+// however many services changed (a fleet's first slot moves every service
+// from UNKNOWN to UP at once). The event key is derived from the job id: one
+// job completes once, so one event.
+func recordAlerts(ctx context.Context, tx pgx.Tx, changes []alertChange) error {
+	if len(changes) == 0 {
 		return nil
 	}
-	var downSeconds *float64
-	if next.event == "UP" && st.alertSince != nil {
-		d := st.checkedAt.Sub(*st.alertSince).Seconds()
-		downSeconds = &d
+	var (
+		services, jobs, slots []int64
+		states, kinds         []string
+		sinces                []time.Time
+		keys                  []string
+		reasons               []*string
+		downSeconds           []*float64
+		eventServices         []int64
+	)
+	for _, c := range changes {
+		// A DOWN period starts with the first failing check, not when the
+		// threshold was reached, so a recovery can say how long it really lasted.
+		since := c.st.checkedAt
+		if c.next.state == "DOWN" {
+			since = c.st.statusSince
+		}
+		services, states, sinces = append(services, c.serviceID), append(states, c.next.state), append(sinces, since)
+		if c.next.event == "" {
+			continue
+		}
+		var down *float64
+		if c.next.event == "UP" && c.st.alertSince != nil {
+			d := c.st.checkedAt.Sub(*c.st.alertSince).Seconds()
+			down = &d
+		}
+		keys = append(keys, fmt.Sprintf("job-%d-%s", c.jobID, c.next.event))
+		eventServices, jobs, slots = append(eventServices, c.serviceID), append(jobs, c.jobID), append(slots, c.slot)
+		kinds, reasons, downSeconds = append(kinds, c.next.event), append(reasons, nullString(c.st.reason)), append(downSeconds, down)
+	}
+	const update = `
+UPDATE service_status s SET alert_state = u.state, alert_since = u.since
+FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS u(service_id, state, since)
+WHERE s.service_id = u.service_id`
+	if _, err := tx.Exec(ctx, update, services, states, sinces); err != nil {
+		return fmt.Errorf("update alert state: %w", err)
+	}
+	if len(keys) == 0 {
+		return nil
 	}
 	const insert = `
 INSERT INTO alert_outbox (event_key, service_id, job_id, scheduled_slot, kind, reason, down_seconds)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`
-	key := fmt.Sprintf("job-%d-%s", jobID, next.event)
-	if _, err := tx.Exec(ctx, insert, key, serviceID, jobID, slot, next.event, nullString(st.reason), downSeconds); err != nil {
+SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::float8[])`
+	if _, err := tx.Exec(ctx, insert, keys, eventServices, jobs, slots, kinds, reasons, downSeconds); err != nil {
 		return fmt.Errorf("insert alert event: %w", err)
 	}
 	return nil

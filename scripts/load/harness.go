@@ -269,7 +269,7 @@ func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
 func (h *harness) writeConfig() error {
 	o := h.o
 	var b strings.Builder
-	fmt.Fprintf(&b, "scheduler: {lease: 30s, max_attempts: 3, retry_base: 1s, retry_cap: 10s, workers: %d, poll: %s}\n", o.Workers, o.Poll)
+	fmt.Fprintf(&b, "scheduler: {lease: 30s, max_attempts: 3, retry_base: 1s, retry_cap: 10s, workers: %d, poll: %s, spread: %s}\n", o.Workers, o.Poll, o.Spread)
 	b.WriteString("groups:\n")
 	for g := range o.Groups {
 		fmt.Fprintf(&b, "  - name: group-%d\n", g+1)

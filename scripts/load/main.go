@@ -26,6 +26,7 @@ type options struct {
 	Groups   int
 	Workers  int
 	Poll     time.Duration
+	Spread   time.Duration
 	Binary   string
 	Keep     bool
 }
@@ -40,6 +41,7 @@ func main() {
 	flag.IntVar(&o.Groups, "groups", 5, "groups the services are spread over")
 	flag.IntVar(&o.Workers, "workers", 64, "scheduler.workers of each replica")
 	flag.DurationVar(&o.Poll, "poll", 250*time.Millisecond, "scheduler.poll of each replica")
+	flag.DurationVar(&o.Spread, "spread", time.Minute, "scheduler.spread of each replica (0s: every check due at its slot's start)")
 	flag.StringVar(&o.Binary, "binary", "", "server binary to run (default: go build ./cmd/server once)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the run's directory (database, logs, config)")
 	flag.Parse()

@@ -150,8 +150,8 @@ func (r *report) print(w io.Writer) {
 	for _, v := range r.rss {
 		rss = append(rss, fmt.Sprintf("%.0f MiB", float64(v)/(1<<20)))
 	}
-	fmt.Fprintf(w, "\nload: %d services at %s, %d replicas x %d workers, window %.1fs, load average at end %s\n",
-		r.o.Services, r.o.Interval, r.o.Replicas, r.o.Workers, r.window.Seconds(), r.loadEnd)
+	fmt.Fprintf(w, "\nload: %d services at %s, %d replicas x %d workers, spread %s, window %.1fs, load average at end %s\n",
+		r.o.Services, r.o.Interval, r.o.Replicas, r.o.Workers, r.o.Spread, r.window.Seconds(), r.loadEnd)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
 	row("checks/s (results observed in the window)", fmt.Sprintf("%.1f  (%d results; %.1f expected)",
