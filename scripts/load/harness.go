@@ -37,6 +37,10 @@ type harness struct {
 	// replicas drain a slot's burst, where the window's mean says only
 	// whether they kept up.
 	peakRate float64
+	// segments, while the window runs, says when to measure a soak segment.
+	segments    *segmentTimer
+	segmentFrom time.Time // DB clock
+	soak        []segment
 }
 
 // child is a process the harness started: the target or a replica.
@@ -129,9 +133,12 @@ func (h *harness) run(ctx context.Context) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.segments = &segmentTimer{length: o.Segment, next: time.Now().Add(o.Segment)}
+	h.segmentFrom = before.dbTime
 	if err := h.progress(ctx, o.Duration); err != nil {
 		return nil, err
 	}
+	h.segments = nil
 	after, err := h.snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -321,6 +328,16 @@ func (h *harness) progress(ctx context.Context, window time.Duration) error {
 		h.logf("%7.0f checks/s  due READY %6d  RUNNING %4d  load %s",
 			float64(results-last)/now.Sub(lastAt).Seconds(), backlog, running, loadAvg())
 		last, lastAt = results, now
+		if h.segments != nil && h.segments.due(now) {
+			seg, err := h.measureSegment(ctx, h.segmentFrom)
+			if err != nil {
+				h.logf("segment: %v", err)
+				continue
+			}
+			h.soak = append(h.soak, seg)
+			h.segmentFrom = seg.to
+			h.logf("segment %d: %s", len(h.soak), seg.line())
+		}
 	}
 }
 

@@ -27,6 +27,7 @@ type options struct {
 	Workers  int
 	Poll     time.Duration
 	Spread   time.Duration
+	Segment  time.Duration
 	Binary   string
 	Keep     bool
 }
@@ -42,6 +43,7 @@ func main() {
 	flag.IntVar(&o.Workers, "workers", 64, "scheduler.workers of each replica")
 	flag.DurationVar(&o.Poll, "poll", 250*time.Millisecond, "scheduler.poll of each replica")
 	flag.DurationVar(&o.Spread, "spread", time.Minute, "scheduler.spread of each replica (0s: every check due at its slot's start)")
+	flag.DurationVar(&o.Segment, "segment", 0, "also report lag, dead tuples and RSS per segment of this length, and the last against the first (a soak: -duration 60m -segment 10m)")
 	flag.StringVar(&o.Binary, "binary", "", "server binary to run (default: go build ./cmd/server once)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the run's directory (database, logs, config)")
 	flag.Parse()
@@ -75,4 +77,5 @@ func main() {
 		os.Exit(1)
 	}
 	rep.print(os.Stdout)
+	printSoak(os.Stdout, rep.soak)
 }

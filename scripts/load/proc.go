@@ -89,8 +89,14 @@ func children(ppid int) []int {
 	return out
 }
 
+// currentRSS is VmRSS from /proc/<pid>/status, in bytes.
+func currentRSS(pid int) int64 { return statusKB(pid, "VmRSS:") * 1024 }
+
 // peakRSS is VmHWM from /proc/<pid>/status, in bytes.
-func peakRSS(pid int) int64 {
+func peakRSS(pid int) int64 { return statusKB(pid, "VmHWM:") * 1024 }
+
+// statusKB reads one "Name:   123 kB" line of /proc/<pid>/status; 0 if absent.
+func statusKB(pid int, field string) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
@@ -98,11 +104,11 @@ func peakRSS(pid int) int64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), field); ok {
 			fs := strings.Fields(v)
 			if len(fs) > 0 {
 				kb, _ := strconv.ParseInt(fs[0], 10, 64)
-				return kb * 1024
+				return kb
 			}
 		}
 	}

@@ -62,10 +62,11 @@ type report struct {
 	deadTuples, liveTuples               int64
 	loadStart, loadEnd                   string
 	peakRate                             float64
+	soak                                 []segment
 }
 
 func (h *harness) report(ctx context.Context, a, b snapshot) (*report, error) {
-	r := &report{o: h.o, window: b.dbTime.Sub(a.dbTime), loadEnd: loadAvg(), peakRate: h.peakRate}
+	r := &report{o: h.o, window: b.dbTime.Sub(a.dbTime), loadEnd: loadAvg(), peakRate: h.peakRate, soak: h.soak}
 	for _, rep := range h.reps {
 		r.rss = append(r.rss, rep.peakRSS)
 	}
