@@ -113,16 +113,7 @@ func completionRounds(ps []CompleteParams) [][]int {
 	return rounds
 }
 
-// completeRound is one statement for jobs of distinct services. Its CTEs do
-// what the lone completion did step by step: held locks each job row (in id
-// order, so two batches cannot deadlock on each other), guard reads the DB
-// clock once the rows are locked, done moves the jobs whose lease was still
-// valid at that instant to DONE (found by primary key: the rows are locked
-// by held, so their state and token cannot have changed since), result inserts their results, status moves
-// the latest status where this slot is newer. Alert decisions need each
-// returned status row and are made in Go; they write only on a transition.
-func completeRound(ctx context.Context, tx pgx.Tx, ps []CompleteParams, round []int, out []CompletionOutcome) error {
-	const q = `
+const completeRoundSQL = `
 WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::float8[], $5::int[], $6::text[],
                          $7::text[], $8::bool[], $9::text[])
@@ -177,6 +168,17 @@ SELECT d.id, d.service_id, d.scheduled_slot, st.last_job_id IS NOT NULL,
        coalesce(st.status, ''), coalesce(st.consecutive_failures, 0), coalesce(st.consecutive_successes, 0),
        st.status_since, st.checked_at, coalesce(st.alert_state, ''), st.alert_since
 FROM done d LEFT JOIN status st ON st.last_job_id = d.id`
+
+// completeRound is one statement for jobs of distinct services. Its CTEs do
+// what the lone completion did step by step: held locks each job row (in id
+// order, so two batches cannot deadlock on each other), guard reads the DB
+// clock once the rows are locked, done moves the jobs whose lease was still
+// valid at that instant to DONE (found by primary key: held has locked the
+// rows, so their state and token cannot have changed since), result inserts
+// their results, status moves the latest status where this slot is newer.
+// Alert decisions need each returned status row and are made in Go; they
+// write only on a transition.
+func completeRound(ctx context.Context, tx pgx.Tx, ps []CompleteParams, round []int, out []CompletionOutcome) error {
 	n := len(round)
 	var (
 		ids        = make([]int64, n)
@@ -202,7 +204,7 @@ FROM done d LEFT JOIN status st ON st.last_job_id = d.id`
 		probedBy[k], degraded[k] = p.Instance, p.Result.Degraded
 		index[p.JobID] = i
 	}
-	rows, err := tx.Query(ctx, q, ids, tokens, statuses, latencies, httpStatus, errs, probedBy, degraded, failedCond)
+	rows, err := tx.Query(ctx, completeRoundSQL, ids, tokens, statuses, latencies, httpStatus, errs, probedBy, degraded, failedCond)
 	if err != nil {
 		return fmt.Errorf("mark jobs done: %w", err)
 	}

@@ -19,3 +19,14 @@ func (w BatchWriter) Close() { close(w.c.in) }
 
 // Queued is how many results wait for the writer.
 func (w BatchWriter) Queued() int { return len(w.c.in) }
+
+// The hot path's statements, for the plan test.
+const (
+	EnqueueDueSQL    = enqueueDueSQL
+	ClaimSQL         = claimSQL
+	CompleteRoundSQL = completeRoundSQL
+	RenewSQL         = renewSQL
+	RetrySQL         = retrySQL
+	ReleaseSQL       = releaseSQL
+	FailExhaustedSQL = failExhaustedSQL
+)

@@ -25,6 +25,20 @@ type Job struct {
 	LeaseUntil  time.Time
 }
 
+const enqueueDueSQL = `
+WITH db_now AS (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint AS epoch)
+INSERT INTO monitoring_job (service_id, scheduled_slot, target_url, timeout_ms, probe, max_attempts, available_at)
+SELECT s.id, slot.start, s.url, s.timeout_ms, s.probe, $1,
+       to_timestamp(slot.start) + (s.id * 2654435761 % 4294967296) * slot.window_ms / 4294967296 * interval '1 millisecond'
+FROM monitored_service s
+CROSS JOIN db_now
+CROSS JOIN LATERAL (SELECT db_now.epoch - db_now.epoch % s.interval_seconds AS start,
+                           least($2::bigint, s.interval_seconds * 800) AS window_ms) slot
+LEFT JOIN LATERAL (SELECT 1 AS found FROM monitoring_job j
+                   WHERE j.service_id = s.id AND j.scheduled_slot = slot.start LIMIT 1) existing ON true
+WHERE s.enabled AND s.retired_at IS NULL AND existing.found IS NULL
+ON CONFLICT (service_id, scheduled_slot) DO NOTHING`
+
 // EnqueueDue creates the current slot's job for every enabled service in one
 // statement. Every replica calls it every tick; the unique (service_id,
 // scheduled_slot) key makes all but the first insert of a slot a no-op. The
@@ -37,6 +51,9 @@ type Job struct {
 // one), and since one statement enqueues every service, every replica's
 // producer would stop creating jobs for every service until that transaction
 // ended. ON CONFLICT still settles two producers inserting a new slot at once.
+// The check is a LATERAL lookup with LIMIT 1, not NOT EXISTS: the planner
+// turned NOT EXISTS into a hash anti-join that read the whole job table,
+// history included, on every tick of every replica.
 //
 // With spread > 0 each service's job is due at a fixed place in its slot: an
 // offset from the slot's start taken from a hash of the service id, below
@@ -44,19 +61,7 @@ type Job struct {
 // than all at the slot's first second, and a service is still checked at the
 // same phase every slot. The job is created at the slot's start either way.
 func (s *Store) EnqueueDue(ctx context.Context, maxAttempts int, spread time.Duration) (int64, error) {
-	const q = `
-WITH db_now AS (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint AS epoch)
-INSERT INTO monitoring_job (service_id, scheduled_slot, target_url, timeout_ms, probe, max_attempts, available_at)
-SELECT s.id, slot.start, s.url, s.timeout_ms, s.probe, $1,
-       to_timestamp(slot.start) + (s.id * 2654435761 % 4294967296) * slot.window_ms / 4294967296 * interval '1 millisecond'
-FROM monitored_service s
-CROSS JOIN db_now
-CROSS JOIN LATERAL (SELECT db_now.epoch - db_now.epoch % s.interval_seconds AS start,
-                           least($2::bigint, s.interval_seconds * 800) AS window_ms) slot
-WHERE s.enabled AND s.retired_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM monitoring_job j WHERE j.service_id = s.id AND j.scheduled_slot = slot.start)
-ON CONFLICT (service_id, scheduled_slot) DO NOTHING`
-	tag, err := s.pool.Exec(ctx, q, maxAttempts, spread.Milliseconds())
+	tag, err := s.pool.Exec(ctx, enqueueDueSQL, maxAttempts, spread.Milliseconds())
 	if err != nil {
 		return 0, fmt.Errorf("enqueue due jobs: %w", err)
 	}
@@ -70,18 +75,7 @@ type ClaimParams struct {
 	Lease    time.Duration
 }
 
-// Claim takes up to Limit jobs: RUNNING jobs whose lease expired (with
-// attempts left) first, then due READY jobs. Each gets a fresh owner token and
-// a lease on the DB clock. The statement is its own transaction, committed
-// before any probe starts.
-//
-// The picks are MATERIALIZED CTEs: PostgreSQL runs them exactly once, so the
-// LIMIT holds. An `UPDATE ... WHERE id IN (SELECT ... LIMIT n)` can be
-// re-executed under a nested-loop plan and claim more than n rows. The update
-// finds the picked rows through the primary key (= ANY of an array); a join
-// with the CTE lets the planner hash the whole table for a large batch.
-func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
-	const q = `
+const claimSQL = `
 WITH expired AS MATERIALIZED (
     SELECT id FROM monitoring_job
     WHERE state = 'RUNNING' AND lease_until <= clock_timestamp() AND attempts < max_attempts
@@ -110,10 +104,22 @@ SET state = 'RUNNING',
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING j.id, j.service_id, j.scheduled_slot, j.target_url, j.timeout_ms, j.probe,
           j.attempts, j.max_attempts, j.owner_token, j.lease_until`
+
+// Claim takes up to Limit jobs: RUNNING jobs whose lease expired (with
+// attempts left) first, then due READY jobs. Each gets a fresh owner token and
+// a lease on the DB clock. The statement is its own transaction, committed
+// before any probe starts.
+//
+// The picks are MATERIALIZED CTEs: PostgreSQL runs them exactly once, so the
+// LIMIT holds. An `UPDATE ... WHERE id IN (SELECT ... LIMIT n)` can be
+// re-executed under a nested-loop plan and claim more than n rows. The update
+// finds the picked rows through the primary key (= ANY of an array); a join
+// with the CTE lets the planner hash the whole table for a large batch.
+func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, q, p.Limit, p.Instance, p.Lease.Milliseconds())
+	rows, err := s.pool.Query(ctx, claimSQL, p.Limit, p.Instance, p.Lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
@@ -144,11 +150,7 @@ type RetryParams struct {
 	RetryCap  time.Duration
 }
 
-// Retry makes the job READY again after min(cap, base * 2^(attempt-1)) on the
-// DB clock, or FAILED when it has used its last attempt. It returns the new
-// state.
-func (s *Store) Retry(ctx context.Context, p RetryParams) (string, error) {
-	const q = `
+const retrySQL = `
 UPDATE monitoring_job
 SET state = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'READY' END,
     available_at = CASE WHEN attempts >= max_attempts THEN available_at
@@ -157,8 +159,13 @@ SET state = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'READY' END,
     owner_token = NULL, lease_until = NULL, last_error = $5
 WHERE ` + ownerGuard + `
 RETURNING state`
+
+// Retry makes the job READY again after min(cap, base * 2^(attempt-1)) on the
+// DB clock, or FAILED when it has used its last attempt. It returns the new
+// state.
+func (s *Store) Retry(ctx context.Context, p RetryParams) (string, error) {
 	var state string
-	err := s.pool.QueryRow(ctx, q, p.JobID, p.Token, p.RetryBase.Milliseconds(), p.RetryCap.Milliseconds(), p.Error).Scan(&state)
+	err := s.pool.QueryRow(ctx, retrySQL, p.JobID, p.Token, p.RetryBase.Milliseconds(), p.RetryCap.Milliseconds(), p.Error).Scan(&state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrStaleOwner
 	}
@@ -168,15 +175,16 @@ RETURNING state`
 	return state, nil
 }
 
-// Renew extends a held lease; it needs the token and an unexpired lease, so a
-// stalled owner cannot renew its way back into a job that was taken over.
-func (s *Store) Renew(ctx context.Context, jobID int64, token uuid.UUID, lease time.Duration) (time.Time, error) {
-	const q = `
+const renewSQL = `
 UPDATE monitoring_job SET lease_until = clock_timestamp() + $3 * interval '1 millisecond'
 WHERE ` + ownerGuard + `
 RETURNING lease_until`
+
+// Renew extends a held lease; it needs the token and an unexpired lease, so a
+// stalled owner cannot renew its way back into a job that was taken over.
+func (s *Store) Renew(ctx context.Context, jobID int64, token uuid.UUID, lease time.Duration) (time.Time, error) {
 	var until time.Time
-	err := s.pool.QueryRow(ctx, q, jobID, token, lease.Milliseconds()).Scan(&until)
+	err := s.pool.QueryRow(ctx, renewSQL, jobID, token, lease.Milliseconds()).Scan(&until)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, ErrStaleOwner
 	}
@@ -186,15 +194,16 @@ RETURNING lease_until`
 	return until, nil
 }
 
-// Release gives a held job back at shutdown: READY now, and the attempt it
-// used is returned, since the probe was interrupted rather than failed.
-func (s *Store) Release(ctx context.Context, jobID int64, token uuid.UUID) error {
-	const q = `
+const releaseSQL = `
 UPDATE monitoring_job
 SET state = 'READY', attempts = attempts - 1, available_at = clock_timestamp(),
     owner_token = NULL, lease_until = NULL
 WHERE ` + ownerGuard
-	tag, err := s.pool.Exec(ctx, q, jobID, token)
+
+// Release gives a held job back at shutdown: READY now, and the attempt it
+// used is returned, since the probe was interrupted rather than failed.
+func (s *Store) Release(ctx context.Context, jobID int64, token uuid.UUID) error {
+	tag, err := s.pool.Exec(ctx, releaseSQL, jobID, token)
 	if err != nil {
 		return fmt.Errorf("release job %d: %w", jobID, err)
 	}
@@ -204,10 +213,7 @@ WHERE ` + ownerGuard
 	return nil
 }
 
-// FailExhausted moves RUNNING jobs whose lease expired on their last attempt
-// to FAILED: their owners died or stalled max_attempts times. Bounded per call.
-func (s *Store) FailExhausted(ctx context.Context) (int64, error) {
-	const q = `
+const failExhaustedSQL = `
 WITH exhausted AS MATERIALIZED (
     SELECT id FROM monitoring_job
     WHERE state = 'RUNNING' AND lease_until <= clock_timestamp() AND attempts >= max_attempts
@@ -219,7 +225,11 @@ SET state = 'FAILED', owner_token = NULL, lease_until = NULL, finished_at = cloc
     last_error = format('lease expired on attempt %s of %s (owner %s)', j.attempts, j.max_attempts, coalesce(j.owner_instance, 'unknown'))
 FROM exhausted
 WHERE j.id = exhausted.id`
-	tag, err := s.pool.Exec(ctx, q)
+
+// FailExhausted moves RUNNING jobs whose lease expired on their last attempt
+// to FAILED: their owners died or stalled max_attempts times. Bounded per call.
+func (s *Store) FailExhausted(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, failExhaustedSQL)
 	if err != nil {
 		return 0, fmt.Errorf("fail exhausted jobs: %w", err)
 	}
