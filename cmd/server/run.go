@@ -112,19 +112,19 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 	}
 	// Two pools: the scheduler's connections are never waiting behind a slow
 	// page, and a burst of page views cannot starve the workers.
-	workPool, err := newPool(url, s.Instance+" scheduler", int32(min(workers+4, 64)))
+	workPool, err := newPool(url, s.Instance+" scheduler", int32(schedulerPoolSize(workers)))
 	if err != nil {
 		return exitCode(err, stderr)
 	}
 	defer workPool.Close()
-	webPool, err := newPool(url, s.Instance+" web", 8)
+	webPool, err := newPool(url, s.Instance+" web", webPoolSize)
 	if err != nil {
 		return exitCode(err, stderr)
 	}
 	defer webPool.Close()
 	// Maintenance (rollups, retention) has its own two connections: a retention
 	// batch neither waits for a worker's connection nor holds one up.
-	maintPool, err := newPool(url, s.Instance+" maintenance", 2)
+	maintPool, err := newPool(url, s.Instance+" maintenance", maintenancePoolSize)
 	if err != nil {
 		return exitCode(err, stderr)
 	}
@@ -192,6 +192,7 @@ func runServer(ctx context.Context, args, env []string, stderr io.Writer) int {
 		if !prepareDatabase(ctx, url, store, s, cfg, log) {
 			return
 		}
+		warnConnectionBudget(ctx, store, s.Instance, connectionsPerReplica(workers), log)
 		if err := ensureFirstAdmin(ctx, store, env, log); err != nil {
 			log.Error("first admin from VIGIL_ADMIN_PASSWORD", "err", err)
 		}

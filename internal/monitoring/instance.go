@@ -3,6 +3,7 @@ package monitoring
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Instance is one running replica as it announces itself in vigil_instance.
@@ -54,4 +55,24 @@ WHERE name = $1`
 		return fmt.Errorf("mark instance %q stopped: %w", name, err)
 	}
 	return nil
+}
+
+// ConnectionBudget is what PostgreSQL allows and how many replicas share it.
+type ConnectionBudget struct {
+	MaxConnections int // max_connections less superuser_reserved_connections
+	OtherReplicas  int // live replicas other than the one asking
+}
+
+// ConnectionBudget reads max_connections and counts the other replicas that
+// have sent a heartbeat within liveWithin.
+func (s *Store) ConnectionBudget(ctx context.Context, self string, liveWithin time.Duration) (ConnectionBudget, error) {
+	const q = `
+SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int,
+       (SELECT count(*) FROM vigil_instance
+        WHERE name <> $1 AND stopped_at IS NULL AND heartbeat_at > clock_timestamp() - $2 * interval '1 millisecond')`
+	var b ConnectionBudget
+	if err := s.pool.QueryRow(ctx, q, self, liveWithin.Milliseconds()).Scan(&b.MaxConnections, &b.OtherReplicas); err != nil {
+		return b, fmt.Errorf("connection budget: %w", err)
+	}
+	return b, nil
 }
