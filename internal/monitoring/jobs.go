@@ -78,13 +78,13 @@ type ClaimParams struct {
 const claimSQL = `
 WITH expired AS MATERIALIZED (
     SELECT id FROM monitoring_job
-    WHERE state = 'RUNNING' AND lease_until <= clock_timestamp() AND attempts < max_attempts
+    WHERE state = 'RUNNING' AND lease_until <= (SELECT clock_timestamp()) AND attempts < max_attempts
     ORDER BY lease_until
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), ready AS MATERIALIZED (
     SELECT id FROM monitoring_job
-    WHERE state = 'READY' AND available_at <= clock_timestamp()
+    WHERE state = 'READY' AND available_at <= (SELECT clock_timestamp())
     ORDER BY available_at, id
     LIMIT $1
     FOR UPDATE SKIP LOCKED
@@ -115,6 +115,10 @@ RETURNING j.id, j.service_id, j.scheduled_slot, j.target_url, j.timeout_ms, j.pr
 // re-executed under a nested-loop plan and claim more than n rows. The update
 // finds the picked rows through the primary key (= ANY of an array); a join
 // with the CTE lets the planner hash the whole table for a large batch.
+// The clock is read as (SELECT clock_timestamp()), a value fixed for the
+// statement, so it bounds the index scans: compared with the volatile call
+// itself it is only a filter, and a claim walked every READY job not yet due
+// (with due times spread over the slot, most of a fleet's jobs).
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -216,7 +220,7 @@ func (s *Store) Release(ctx context.Context, jobID int64, token uuid.UUID) error
 const failExhaustedSQL = `
 WITH exhausted AS MATERIALIZED (
     SELECT id FROM monitoring_job
-    WHERE state = 'RUNNING' AND lease_until <= clock_timestamp() AND attempts >= max_attempts
+    WHERE state = 'RUNNING' AND lease_until <= (SELECT clock_timestamp()) AND attempts >= max_attempts
     LIMIT 1000
     FOR UPDATE SKIP LOCKED
 )
@@ -250,9 +254,9 @@ SELECT
     (SELECT count(*) FROM monitoring_job WHERE state = 'READY'),
     (SELECT count(*) FROM monitoring_job WHERE state = 'RUNNING'),
     (SELECT count(*) FROM monitoring_job WHERE state = 'FAILED'),
-    (SELECT count(*) FROM monitoring_job WHERE state = 'RUNNING' AND lease_until <= clock_timestamp()),
+    (SELECT count(*) FROM monitoring_job WHERE state = 'RUNNING' AND lease_until <= (SELECT clock_timestamp())),
     coalesce((SELECT extract(epoch FROM clock_timestamp() - min(available_at))::float8
-              FROM monitoring_job WHERE state = 'READY' AND available_at <= clock_timestamp()), 0)`
+              FROM monitoring_job WHERE state = 'READY' AND available_at <= (SELECT clock_timestamp())), 0)`
 	var h QueueHealth
 	var oldest float64
 	err := s.pool.QueryRow(ctx, q).Scan(&h.Ready, &h.Running, &h.Failed, &h.ExpiredRunning, &oldest)

@@ -129,14 +129,14 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p DeliveryClaimParams) ([]D
 	const q = `
 WITH expired AS MATERIALIZED (
     SELECT id FROM alert_delivery
-    WHERE state = 'SENDING' AND lease_until <= clock_timestamp() AND attempts < max_attempts
+    WHERE state = 'SENDING' AND lease_until <= (SELECT clock_timestamp()) AND attempts < max_attempts
       AND webhook = ANY($4::text[])
     ORDER BY lease_until
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), due AS MATERIALIZED (
     SELECT id FROM alert_delivery
-    WHERE state = 'PENDING' AND available_at <= clock_timestamp() AND webhook = ANY($4::text[])
+    WHERE state = 'PENDING' AND available_at <= (SELECT clock_timestamp()) AND webhook = ANY($4::text[])
     ORDER BY available_at, id
     LIMIT $1
     FOR UPDATE SKIP LOCKED
@@ -261,7 +261,7 @@ func (s *Store) FailExhaustedDeliveries(ctx context.Context) (int64, error) {
 	const q = `
 WITH exhausted AS MATERIALIZED (
     SELECT id FROM alert_delivery
-    WHERE state = 'SENDING' AND lease_until <= clock_timestamp() AND attempts >= max_attempts
+    WHERE state = 'SENDING' AND lease_until <= (SELECT clock_timestamp()) AND attempts >= max_attempts
     LIMIT 1000
     FOR UPDATE SKIP LOCKED
 )

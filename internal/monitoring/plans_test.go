@@ -73,6 +73,11 @@ ANALYZE monitoring_job; ANALYZE monitored_service; ANALYZE service_status;`)
 				if scans := seqScans(t, plan); len(scans) > 0 {
 					t.Errorf("%s (%s): sequential scan of %s", st.name, mode, strings.Join(scans, ", "))
 				}
+				if f := unboundedTimeScans(t, plan); len(f) > 0 {
+					t.Errorf("%s (%s): the clock only filters a scan of the queue's partial index, so the scan "+
+						"reads every row of the state instead of stopping at the first not yet due: %s",
+						st.name, mode, strings.Join(f, "; "))
+				}
 				if testing.Verbose() {
 					rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) "+execute)
 					if err != nil {
@@ -91,18 +96,31 @@ ANALYZE monitoring_job; ANALYZE monitored_service; ANALYZE service_status;`)
 	}
 }
 
-// seqScans lists the relations a JSON plan reads by Seq Scan that are
-// monitoring_job.
-func seqScans(t *testing.T, plan []byte) []string {
+// unboundedTimeScans lists scans of the READY and RUNNING partial indexes
+// whose time comparison is a Filter on clock_timestamp() rather than an index
+// bound.
+func unboundedTimeScans(t *testing.T, plan []byte) []string {
+	t.Helper()
+	var out []string
+	walkPlan(t, plan, func(n map[string]any) {
+		index, _ := n["Index Name"].(string)
+		filter, _ := n["Filter"].(string)
+		if (index == "monitoring_job_ready_idx" || index == "monitoring_job_running_idx") &&
+			strings.Contains(filter, "clock_timestamp()") {
+			out = append(out, index+": "+filter)
+		}
+	})
+	return out
+}
+
+// walkPlan calls visit for every node of a JSON plan.
+func walkPlan(t *testing.T, plan []byte, visit func(map[string]any)) {
 	t.Helper()
 	var doc []struct{ Plan map[string]any }
 	require.NoError(t, json.Unmarshal(plan, &doc))
-	var out []string
 	var walk func(n map[string]any)
 	walk = func(n map[string]any) {
-		if n["Node Type"] == "Seq Scan" && n["Relation Name"] == "monitoring_job" {
-			out = append(out, "monitoring_job")
-		}
+		visit(n)
 		children, _ := n["Plans"].([]any)
 		for _, c := range children {
 			if m, ok := c.(map[string]any); ok {
@@ -113,5 +131,17 @@ func seqScans(t *testing.T, plan []byte) []string {
 	for _, d := range doc {
 		walk(d.Plan)
 	}
+}
+
+// seqScans lists the relations a JSON plan reads by Seq Scan that are
+// monitoring_job.
+func seqScans(t *testing.T, plan []byte) []string {
+	t.Helper()
+	var out []string
+	walkPlan(t, plan, func(n map[string]any) {
+		if n["Node Type"] == "Seq Scan" && n["Relation Name"] == "monitoring_job" {
+			out = append(out, "monitoring_job")
+		}
+	})
 	return out
 }
