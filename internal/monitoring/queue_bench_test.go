@@ -31,13 +31,15 @@ SELECT 'bench-' || i, 'http://127.0.0.1:1/', 30, 1000, $2 FROM generate_series(1
 	require.NoError(b, err)
 }
 
-// seedDueJobs queues n due READY jobs over the services named bench-1..bench-100.
-func seedDueJobs(b *testing.B, pool *pgxpool.Pool, n int) {
+// seedDueJobs queues n due READY jobs over the services named
+// bench-1..bench-<services>. With as many services as jobs every job is its
+// own service's slot, as in a real fleet.
+func seedDueJobs(b *testing.B, pool *pgxpool.Pool, n, services int) {
 	b.Helper()
 	ctx := context.Background()
 	_, err := pool.Exec(ctx, `INSERT INTO monitoring_job (service_id, scheduled_slot, target_url, timeout_ms, max_attempts, available_at)
 SELECT s.id, n, 'http://127.0.0.1:1/', 1000, 3, clock_timestamp() - interval '1 minute'
-FROM generate_series(1, $1) n JOIN monitored_service s ON s.name = 'bench-' || (n % 100 + 1)`, n)
+FROM generate_series(1, $1) n JOIN monitored_service s ON s.name = 'bench-' || (n % $2 + 1)`, n, services)
 	require.NoError(b, err)
 	_, err = pool.Exec(ctx, `VACUUM ANALYZE monitoring_job`)
 	require.NoError(b, err)
@@ -91,7 +93,7 @@ func BenchmarkClaim(b *testing.B) {
 			pool := pgtest.NewPool(b)
 			ctx := context.Background()
 			seedServices(b, pool, 100, false)
-			seedDueJobs(b, pool, b.N*batch)
+			seedDueJobs(b, pool, b.N*batch, 100)
 			store := monitoring.NewStore(pool)
 			b.ResetTimer()
 			for range b.N {
@@ -111,8 +113,8 @@ func BenchmarkComplete(b *testing.B) {
 		b.Run(fmt.Sprintf("concurrency=%d", par), func(b *testing.B) {
 			pool := pgtest.NewPool(b)
 			ctx := context.Background()
-			seedServices(b, pool, 100, false)
-			seedDueJobs(b, pool, b.N)
+			seedServices(b, pool, b.N, false)
+			seedDueJobs(b, pool, b.N, b.N)
 			store := monitoring.NewStore(pool)
 			var jobs []monitoring.Job
 			for len(jobs) < b.N {
@@ -166,8 +168,8 @@ func BenchmarkClaimCompleteLoop(b *testing.B) {
 			admin, err := pgxpool.New(ctx, url)
 			require.NoError(b, err)
 			b.Cleanup(admin.Close)
-			seedServices(b, admin, 100, false)
-			seedDueJobs(b, admin, b.N)
+			seedServices(b, admin, b.N, false)
+			seedDueJobs(b, admin, b.N, b.N)
 
 			runCtx, stop := context.WithCancel(ctx)
 			var running sync.WaitGroup
@@ -206,6 +208,43 @@ func BenchmarkClaimCompleteLoop(b *testing.B) {
 			b.StopTimer()
 			stop()
 			running.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}
+
+// BenchmarkCompleteBatch writes claimed jobs' results in batches of the given
+// size, as the scheduler's writer does. One op is one job.
+func BenchmarkCompleteBatch(b *testing.B) {
+	for _, batch := range []int{1, 32, 256} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			pool := pgtest.NewPool(b)
+			ctx := context.Background()
+			seedServices(b, pool, b.N, false)
+			seedDueJobs(b, pool, b.N, b.N)
+			store := monitoring.NewStore(pool)
+			var ps []monitoring.CompleteParams
+			for len(ps) < b.N {
+				got, err := store.Claim(ctx, monitoring.ClaimParams{Instance: "bench", Limit: 1000, Lease: 10 * time.Minute})
+				require.NoError(b, err)
+				require.NotEmpty(b, got)
+				for _, j := range got {
+					ps = append(ps, monitoring.CompleteParams{
+						JobID: j.ID, Token: j.Token, ServiceID: j.ServiceID, Slot: j.Slot, Instance: "bench",
+						Result:           monitoring.ProbeResult{Status: "UP", Latency: time.Millisecond, HTTPStatus: 200},
+						FailureThreshold: 1, SuccessThreshold: 1,
+					})
+				}
+			}
+			b.ResetTimer()
+			for start := 0; start < len(ps); start += batch {
+				out, err := store.CompleteBatch(ctx, ps[start:min(start+batch, len(ps))])
+				require.NoError(b, err)
+				for _, o := range out {
+					require.NoError(b, o.Err)
+				}
+			}
+			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 		})
 	}

@@ -30,16 +30,10 @@ func BenchmarkReplicaThroughput(b *testing.B) {
 		b.Run(map[int]string{8: "workers=8", 32: "workers=32"}[workers], func(b *testing.B) {
 			pool := pgtest.NewPool(b)
 			ctx := context.Background()
-			// Jobs spread over 100 disabled services, so the producer adds none.
-			_, err := pool.Exec(ctx, `INSERT INTO monitored_service (name, url, interval_seconds, timeout_ms, enabled)
-SELECT 'bench-' || i, 'http://127.0.0.1:1/', 30, 1000, false FROM generate_series(1, 100) i`)
-			require.NoError(b, err)
-			_, err = pool.Exec(ctx, `INSERT INTO monitoring_job (service_id, scheduled_slot, target_url, timeout_ms, max_attempts, available_at)
-SELECT s.id, n, 'http://127.0.0.1:1/', 1000, 3, clock_timestamp() - interval '1 minute'
-FROM generate_series(1, $1) n JOIN monitored_service s ON s.name = 'bench-' || (n % 100 + 1)`, b.N)
-			require.NoError(b, err)
-			_, err = pool.Exec(ctx, `VACUUM ANALYZE monitoring_job`)
-			require.NoError(b, err)
+			// One job per disabled service (one slot of a fleet); disabled, so
+			// the producer adds none.
+			seedServices(b, pool, b.N, false)
+			seedDueJobs(b, pool, b.N, b.N)
 
 			store := monitoring.NewStore(pool)
 			sched := monitoring.NewScheduler(store, noopProber{}, monitoring.SchedulerConfig{
