@@ -247,7 +247,7 @@ func (s *Scheduler) claimLoop(ctx, hardCtx context.Context, workers *sync.WaitGr
 // work probes one job outside any transaction and writes the outcome under
 // the owner guard.
 func (s *Scheduler) work(hardCtx context.Context, job Job) {
-	log := s.log.With("job_id", job.ID, "attempt", job.Attempt)
+	log := jobLog{base: s.log, job: job}
 	probeCtx, cancelProbe := context.WithCancel(hardCtx)
 	defer cancelProbe()
 	stopRenew := s.keepLease(probeCtx, cancelProbe, job, log)
@@ -317,7 +317,7 @@ func (s *Scheduler) probe(ctx context.Context, job Job) (res ProbeResult, err er
 	return s.prober.Probe(ctx, job.TargetURL, job.Timeout), nil
 }
 
-func (s *Scheduler) retry(ctx context.Context, job Job, reason string, log *slog.Logger) {
+func (s *Scheduler) retry(ctx context.Context, job Job, reason string, log jobLog) {
 	state, err := s.store.Retry(ctx, RetryParams{
 		JobID: job.ID, Token: job.Token, Error: reason, RetryBase: s.cfg.RetryBase, RetryCap: s.cfg.RetryCap,
 	})
@@ -344,37 +344,69 @@ func (s *Scheduler) retry(ctx context.Context, job Job, reason string, log *slog
 
 // keepLease renews the lease at half its length while a probe runs, and
 // cancels the probe if the job was lost. A stalled replica cannot renew, so
-// its lease still expires and the job moves on.
-func (s *Scheduler) keepLease(ctx context.Context, lost context.CancelFunc, job Job, log *slog.Logger) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(s.cfg.Lease / 2)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				rctx, cancel := context.WithTimeout(ctx, s.cfg.Lease/4)
-				_, err := s.store.Renew(rctx, job.ID, job.Token, s.cfg.Lease)
-				cancel()
-				if errors.Is(err, ErrStaleOwner) {
-					log.Warn("lease lost during probe")
-					lost()
-					return
-				}
-			}
+// its lease still expires and the job moves on. A timer, not a goroutine,
+// waits for the first renewal: most probes end long before it.
+func (s *Scheduler) keepLease(ctx context.Context, lost context.CancelFunc, job Job, log jobLog) (stop func()) {
+	var (
+		mu       sync.Mutex
+		stopped  bool
+		timer    *time.Timer
+		inFlight sync.WaitGroup
+	)
+	renew := func() {
+		mu.Lock()
+		if stopped || ctx.Err() != nil {
+			mu.Unlock()
+			return
 		}
-	}()
+		inFlight.Add(1)
+		mu.Unlock()
+		defer inFlight.Done()
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.Lease/4)
+		_, err := s.store.Renew(rctx, job.ID, job.Token, s.cfg.Lease)
+		cancel()
+		if errors.Is(err, ErrStaleOwner) {
+			log.Warn("lease lost during probe")
+			lost()
+			return
+		}
+		mu.Lock()
+		if !stopped {
+			timer.Reset(s.cfg.Lease / 2)
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	timer = time.AfterFunc(s.cfg.Lease/2, renew)
+	mu.Unlock()
 	return func() {
-		close(done)
-		<-finished
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
+		inFlight.Wait() // no renewal runs once the probe's outcome is being written
 	}
 }
+
+// jobLog adds the job to a log line only when one is written: Logger.With
+// formats its attributes at once, a cost every job would pay.
+type jobLog struct {
+	base *slog.Logger
+	job  Job
+}
+
+func (l jobLog) attrs(args []any) []any {
+	return append([]any{"job_id", l.job.ID, "attempt", l.job.Attempt}, args...)
+}
+
+func (l jobLog) Debug(msg string, args ...any) {
+	if l.base.Enabled(context.Background(), slog.LevelDebug) {
+		l.base.Debug(msg, l.attrs(args)...)
+	}
+}
+func (l jobLog) Info(msg string, args ...any)  { l.base.Info(msg, l.attrs(args)...) }
+func (l jobLog) Warn(msg string, args ...any)  { l.base.Warn(msg, l.attrs(args)...) }
+func (l jobLog) Error(msg string, args ...any) { l.base.Error(msg, l.attrs(args)...) }
 
 // sleepOrWake is sleep that a nudge ends early.
 func (s *Scheduler) sleepOrWake(ctx context.Context, d time.Duration) bool {
