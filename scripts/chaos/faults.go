@@ -191,7 +191,7 @@ func (h *harness) scaled(d time.Duration) time.Duration {
 
 // Pauses between two faults of one lane (scaled by -pause). A replica lane
 // spends about 6 s per fault on average (a db-unreachable lasts -outage), so
-// with 1-3 s pauses three lanes inject about 38 of each of their six kinds in
+// with 1-3 s pauses three lanes inject about 35 of each of their six kinds in
 // 10 minutes. The cluster lane pauses longer: PostgreSQL's recovery and the
 // replicas' reconnection (dbRecoveryGrace) follow every cluster fault.
 const (
@@ -201,8 +201,8 @@ const (
 	clusterPauseMax = 8 * time.Second
 	// outageEvery: one cluster fault in this many is a pg-outage (at a
 	// random place in each block), the rest are pg-restarts. A pg-outage
-	// takes -outage (20 s) and a pg-restart about 2 s, so 1 in 4 leaves time
-	// for 30+ restarts in 10 minutes.
+	// takes -outage (20 s) and a pg-restart well under a second (plus its
+	// pause), so 1 in 4 leaves time for about 40 restarts in 10 minutes.
 	outageEvery = 4
 )
 
