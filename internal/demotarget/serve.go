@@ -17,6 +17,12 @@ const shutdownTimeout = 5 * time.Second
 // in /slow see the cancellation and answer 503 at once, so a shutdown is not
 // held up by a long ?ms.
 func Serve(ctx context.Context, addr string, logger *slog.Logger) error {
+	return serve(ctx, addr, logger, Handler())
+}
+
+// serve is Serve with the handler given: tests wrap Handler to learn when a
+// request has arrived.
+func serve(ctx context.Context, addr string, logger *slog.Logger, handler http.Handler) error {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -25,7 +31,7 @@ func Serve(ctx context.Context, addr string, logger *slog.Logger) error {
 		return fmt.Errorf("demo target: listen on %s: %w", addr, err)
 	}
 	srv := &http.Server{
-		Handler:           Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		// Request contexts derive from ctx: cancelling it ends /slow waits.

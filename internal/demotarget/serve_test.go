@@ -35,7 +35,17 @@ func TestServeAnswersThenShutsDown(t *testing.T) {
 	defer cancel()
 	addrs := make(chan string, 1)
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, "127.0.0.1:0", slog.New(addrHandler{addrs})) }()
+	// slowArrived is closed once the /slow request below is being served:
+	// the shutdown must find it in flight.
+	slowArrived := make(chan struct{})
+	target := Handler()
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(slowArrived)
+		}
+		target.ServeHTTP(w, r)
+	})
+	go func() { served <- serve(ctx, "127.0.0.1:0", slog.New(addrHandler{addrs}), handler) }()
 
 	var addr string
 	select {
@@ -67,7 +77,13 @@ func TestServeAnswersThenShutsDown(t *testing.T) {
 		resp.Body.Close()
 		slow <- resp.StatusCode
 	}()
-	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-slowArrived:
+	case code := <-slow:
+		t.Fatalf("GET /slow ended (code %d) before it reached the handler", code)
+	case <-time.After(5 * time.Second):
+		t.Fatal("GET /slow did not reach the handler within 5s")
+	}
 
 	start := time.Now()
 	cancel()

@@ -115,9 +115,12 @@ func (s *Server) logout(c echo.Context) error {
 }
 
 // localPath keeps a post-login redirect on this site: "/x" but not "//evil"
-// or "/\evil", which browsers read as another host.
+// or "/\evil", which browsers read as another host, nor anything with a
+// control character: browsers drop tabs and newlines from a URL, so
+// "/\t/evil" is "//evil" too.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") ||
+		strings.IndexFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
 		return "/"
 	}
 	return p

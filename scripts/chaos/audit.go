@@ -561,7 +561,7 @@ func (h *harness) auditReplicas(rep *report, cov coverage, stopErrs []string) {
 			if to.IsZero() {
 				to = time.Now()
 			}
-			faults := cov.dbFaultsDuring(l.from, to)
+			faults := cov.faultsDuring(r.name, l.from, to)
 			if allowed := outageLinesPerFault*faults + 1; l.outageLogs > allowed {
 				noisy++
 				if noisyEx == "" {

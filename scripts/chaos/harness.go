@@ -30,7 +30,6 @@ type harness struct {
 	pgDir      string
 	pgURL      string // direct, for the harness's own queries
 	bin        string
-	proxy      *proxy
 	target     *http.Server
 	targetAddr string
 	recv       *receiver
@@ -47,6 +46,10 @@ type harness struct {
 	pool     *pgxpool.Pool
 
 	dbMu sync.Mutex // one database fault at a time, and none while the harness itself restarts it
+
+	clusterMu   sync.Mutex
+	clusterAway bool      // PostgreSQL is stopped or restarting
+	clusterBack time.Time // when it last came back
 
 	recordMu  sync.Mutex
 	faultFile *os.File // faults.log: every fault, and the timeline at the end
@@ -244,13 +247,9 @@ func (h *harness) pgAddr() string {
 	return host
 }
 
-// startNetwork starts the proxy in front of PostgreSQL, the target and the
-// webhook receiver.
+// startNetwork starts the target and the webhook receiver (each replica
+// gets its own proxy in front of PostgreSQL in newReplica).
 func (h *harness) startNetwork() error {
-	var err error
-	if h.proxy, err = newProxy(h.pgAddr()); err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -285,10 +284,11 @@ func (h *harness) refusedURL() string {
 	return "http://" + addr
 }
 
-// replicaDatabaseURL goes through the proxy, so the harness can slow down
-// and cut the replicas' connections; connect_timeout keeps a dial short.
-func (h *harness) replicaDatabaseURL() string {
-	return "postgres://postgres@" + h.proxy.addr() + "/vigil?sslmode=disable&connect_timeout=3"
+// replicaDatabaseURL goes through the replica's own proxy, so the harness
+// can slow down, cut and refuse one replica's connections while the others
+// keep theirs; connect_timeout keeps a dial short.
+func (h *harness) replicaDatabaseURL(r *replica) string {
+	return "postgres://postgres@" + r.proxy.addr() + "/vigil?sslmode=disable&connect_timeout=3"
 }
 
 // stopReplicas sends SIGTERM to every replica and waits; it reports the
@@ -327,8 +327,8 @@ func (h *harness) close(failed bool) {
 		h.faultFile = nil
 	}
 	h.recordMu.Unlock()
-	if h.proxy != nil {
-		h.proxy.close()
+	for _, r := range h.replicas {
+		r.proxy.close()
 	}
 	for _, srv := range []*http.Server{h.target, h.recvSrv} {
 		if srv != nil {

@@ -2,16 +2,16 @@ package main
 
 import (
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// proxy sits between the replicas and PostgreSQL. It can delay every chunk
+// proxy sits between one replica and PostgreSQL. It can delay every chunk
 // of data in both directions (a slow network) and cut every connection at
-// once, refusing new ones for a while (a network partition).
+// once, refusing new ones for a while (a network partition; for the outage
+// length it is, from the replica's side, a database that is not there).
 type proxy struct {
 	ln      net.Listener
 	backend string
@@ -20,6 +20,7 @@ type proxy struct {
 	mu          sync.Mutex
 	conns       map[net.Conn]struct{}
 	refuseUntil time.Time
+	cuts        int // bumped by every cut: a connection accepted before a cut never joins after it
 	closed      bool
 	wg          sync.WaitGroup
 }
@@ -44,12 +45,21 @@ func (p *proxy) cut(refuse time.Duration) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.refuseUntil = time.Now().Add(refuse)
+	p.cuts++
 	n := 0
 	for c := range p.conns {
 		c.Close()
 		n++
 	}
 	return n / 2 // each proxied connection has two ends
+}
+
+// heal ends a refusal early and removes any latency.
+func (p *proxy) heal() {
+	p.mu.Lock()
+	p.refuseUntil = time.Time{}
+	p.mu.Unlock()
+	p.setLatency(0)
 }
 
 func (p *proxy) close() {
@@ -63,6 +73,14 @@ func (p *proxy) close() {
 	p.wg.Wait()
 }
 
+// refusing reports whether a new connection must be dropped now; it returns
+// the cut generation a connection accepted now belongs to.
+func (p *proxy) refusing() (bool, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed || time.Now().Before(p.refuseUntil), p.cuts
+}
+
 func (p *proxy) accept() {
 	defer p.wg.Done()
 	for {
@@ -73,26 +91,24 @@ func (p *proxy) accept() {
 			}
 			continue
 		}
-		p.mu.Lock()
-		refuse := p.closed || time.Now().Before(p.refuseUntil)
-		p.mu.Unlock()
+		refuse, gen := p.refusing()
 		if refuse {
 			client.Close()
 			continue
 		}
 		p.wg.Add(1)
-		go p.serve(client)
+		go p.serve(client, gen)
 	}
 }
 
-func (p *proxy) serve(client net.Conn) {
+func (p *proxy) serve(client net.Conn, gen int) {
 	defer p.wg.Done()
 	server, err := net.DialTimeout("tcp", p.backend, 2*time.Second)
 	if err != nil {
 		client.Close() // PostgreSQL is down: the client sees the connection drop
 		return
 	}
-	if !p.track(client, server) {
+	if !p.track(client, server, gen) {
 		return
 	}
 	var done sync.WaitGroup
@@ -106,10 +122,13 @@ func (p *proxy) serve(client net.Conn) {
 	p.mu.Unlock()
 }
 
-func (p *proxy) track(a, b net.Conn) bool {
+// track registers a proxied connection unless the proxy closed or cut
+// connections since it was accepted (it would otherwise slip through a cut
+// while its dial was under way).
+func (p *proxy) track(a, b net.Conn, gen int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || p.cuts != gen || time.Now().Before(p.refuseUntil) {
 		a.Close()
 		b.Close()
 		return false
@@ -135,10 +154,7 @@ func (p *proxy) pipe(dst, src net.Conn) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return
-			}
-			return
+			return // io.EOF or a closed end: either way the connection is over
 		}
 	}
 }

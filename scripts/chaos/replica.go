@@ -19,10 +19,11 @@ import (
 // replica is one Vigil server process, restarted under the same name and
 // address after a kill or a graceful stop, as an orchestrator would.
 type replica struct {
-	name string
-	addr string
-	h    *harness
-	log  *os.File
+	name  string
+	addr  string
+	h     *harness
+	log   *os.File
+	proxy *proxy // its own way to PostgreSQL, so its network can fail alone
 
 	mu          sync.Mutex
 	cmd         *exec.Cmd
@@ -30,6 +31,9 @@ type replica struct {
 	exitErr     error
 	incarnation int
 	frozen      bool
+	netFault    bool          // its connections are slowed, cut or refused right now
+	netFaults   int           // network faults begun so far
+	graceUntil  time.Time     // after a network fault it counts as working only from here
 	expectExit  bool          // the harness is stopping it: an exit is no surprise
 	started     chan struct{} // closed once this incarnation logged "vigil replica started"
 	lives       []*life
@@ -52,11 +56,16 @@ func (h *harness) newReplica(name string) (*replica, error) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	f, err := os.Create(filepath.Join(h.dir, name+".log"))
+	p, err := newProxy(h.pgAddr())
 	if err != nil {
 		return nil, err
 	}
-	return &replica{name: name, addr: addr, h: h, log: f}, nil
+	f, err := os.Create(filepath.Join(h.dir, name+".log"))
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	return &replica{name: name, addr: addr, h: h, log: f, proxy: p}, nil
 }
 
 // start runs a new incarnation. Its working window opens when it logs that
@@ -67,7 +76,7 @@ func (r *replica) start() error {
 	r.incarnation++
 	fmt.Fprintf(r.log, "=== chaos: start #%d at %s ===\n", r.incarnation, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(r.h.bin, "-addr", r.addr, "-instance", r.name, "-config", r.h.cfgPath,
-		"-database-url", r.h.replicaDatabaseURL())
+		"-database-url", r.h.replicaDatabaseURL(r))
 	cmd.Env = append(os.Environ(), "VIGIL_LOG_LEVEL=info")
 	// Its own process group, so a Ctrl-C in the terminal reaches only the
 	// harness, which then stops the replicas itself; and killed with the
@@ -122,8 +131,8 @@ func (r *replica) scan(pr *os.File, l *life, started chan struct{}, scanned chan
 		switch {
 		case !isStarted && strings.Contains(line, `msg="vigil replica started"`):
 			isStarted = true
-			if !r.frozen {
-				r.h.tl.up(r.name, time.Now())
+			if !r.frozen && !r.netFault {
+				r.h.tl.up(r.name, later(time.Now(), r.graceUntil))
 			}
 			close(started)
 		case isDatabaseErrorLine(line):
@@ -220,14 +229,78 @@ func (r *replica) thaw() error {
 		return err
 	}
 	r.mu.Lock()
-	started := r.started
-	r.mu.Unlock()
-	select {
-	case <-started:
-		r.h.tl.up(r.name, time.Now())
-	default:
+	defer r.mu.Unlock()
+	if r.hasStartedLocked() && !r.netFault {
+		r.h.tl.up(r.name, later(time.Now(), r.graceUntil))
 	}
 	return nil
+}
+
+// hasStarted reports whether the current incarnation logged that it started.
+func (r *replica) hasStarted() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hasStartedLocked()
+}
+
+func (r *replica) hasStartedLocked() bool {
+	if r.started == nil {
+		return false
+	}
+	select {
+	case <-r.started:
+		return true
+	default:
+		return false
+	}
+}
+
+// processMark names the replica's current state for a check that must judge one
+// undisturbed process: its incarnation and how many network faults it had.
+type processMark struct{ incarnation, netFaults int }
+
+// mark returns the replica's mark; calm is false while the process is not
+// running, frozen or under a network fault.
+func (r *replica) mark() (m processMark, calm bool) {
+	inc, ok := r.running()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return processMark{inc, r.netFaults}, ok && !r.netFault
+}
+
+// netFaultBegin marks the replica's network as faulty from now on: it stops
+// counting as working. It returns the fault's index for netFaultEnd.
+func (r *replica) netFaultBegin() int {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.netFault = true
+	r.netFaults++
+	r.h.tl.down(r.name, now)
+	return r.h.tl.netFaultFrom(r.name, now)
+}
+
+// netFaultEnd ends the network fault; a started, running replica counts as
+// working again once dbRecoveryGrace has passed (its pools notice dead
+// connections on their next use).
+func (r *replica) netFaultEnd(i int) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.h.tl.netFaultTo(r.name, i, now)
+	r.netFault = false
+	r.graceUntil = now.Add(dbRecoveryGrace)
+	alive := r.done != nil
+	if alive {
+		select {
+		case <-r.done:
+			alive = false
+		default:
+		}
+	}
+	if alive && !r.frozen && r.hasStartedLocked() {
+		r.h.tl.up(r.name, r.graceUntil)
+	}
 }
 
 // killHard sends SIGKILL and waits for the exit.

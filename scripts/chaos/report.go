@@ -56,15 +56,19 @@ func (r *report) violations() int {
 
 func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nFaults injected (seed %d, %s)\n\n", r.seed, r.duration)
-	fmt.Fprintf(w, "| fault | count | total time |\n| --- | ---: | ---: |\n")
+	fmt.Fprintf(w, "| fault | hits | count | total time |\n| --- | --- | ---: | ---: |\n")
 	total := 0
 	r.faults.mu.Lock()
-	for _, k := range append(slices.Clone(replicaKinds), dbKinds...) {
-		fmt.Fprintf(w, "| %s | %d | %.0fs |\n", k, r.faults.counts[k], r.faults.total[k].Seconds())
+	for _, k := range allKinds() {
+		hits := "one replica"
+		if slices.Contains(clusterKinds, k) {
+			hits = "whole cluster"
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %.0fs |\n", k, hits, r.faults.counts[k], r.faults.total[k].Seconds())
 		total += r.faults.counts[k]
 	}
 	r.faults.mu.Unlock()
-	fmt.Fprintf(w, "| all | %d | |\n", total)
+	fmt.Fprintf(w, "| all | | %d | |\n", total)
 
 	fmt.Fprintf(w, "\nInvariants\n\n| invariant | checked | violations | first example |\n| --- | ---: | ---: | --- |\n")
 	for _, c := range r.checks {
@@ -79,7 +83,7 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.name, checked, mark(c.violations), cell(c.example))
 	}
 
-	fmt.Fprintf(w, "\nSurvival (live replicas while the database was away)\n\n| check | passed | failed | first failure |\n| --- | ---: | ---: | --- |\n")
+	fmt.Fprintf(w, "\nSurvival (live replicas while the database was away or out of reach)\n\n| check | passed | failed | first failure |\n| --- | ---: | ---: | --- |\n")
 	r.survival.mu.Lock()
 	names := make([]string, 0, len(r.survival.checks))
 	for n := range r.survival.checks {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -28,19 +29,24 @@ func (s span) overlaps(from, to time.Time) bool {
 // disturbed. The audit expects a job and a result for exactly the slots it
 // can vouch for with it.
 type timeline struct {
-	mu      sync.Mutex
-	working map[string][]span // per replica: started (or thawed) until killed, frozen or stopped
-	dbFault []span            // PostgreSQL down or restarting, connections cut or slowed, plus recovery grace
-	start   time.Time
-	cutoff  time.Time
+	mu       sync.Mutex
+	working  map[string][]span // per replica: started (or thawed) until killed, frozen, stopped or cut off
+	dbFault  []span            // PostgreSQL down or restarting (whole cluster), plus recovery grace
+	netFault map[string][]span // per replica: its connections slowed, cut or refused (without the grace)
+	start    time.Time
+	cutoff   time.Time
 }
 
-func newTimeline() *timeline { return &timeline{working: map[string][]span{}} }
+func newTimeline() *timeline {
+	return &timeline{working: map[string][]span{}, netFault: map[string][]span{}}
+}
 
 func (t *timeline) setStart(at time.Time)  { t.mu.Lock(); t.start = at; t.mu.Unlock() }
 func (t *timeline) setCutoff(at time.Time) { t.mu.Lock(); t.cutoff = at; t.mu.Unlock() }
 
-// up opens a working span for the replica unless one is open.
+// up opens a working span for the replica unless one is open. at may lie
+// in the future: after a network fault the replica works again only once the
+// recovery grace has passed.
 func (t *timeline) up(name string, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -51,14 +57,39 @@ func (t *timeline) up(name string, at time.Time) {
 	t.working[name] = append(spans, span{from: at})
 }
 
-// down closes the replica's open working span, if any.
+// down closes the replica's open working span, if any. A span that would
+// only have begun after at (a grace not yet over) is dropped.
 func (t *timeline) down(name string, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	spans := t.working[name]
-	if n := len(spans); n > 0 && spans[n-1].to.IsZero() {
-		spans[n-1].to = at
+	t.working[name] = closeOpen(t.working[name], at)
+}
+
+func closeOpen(spans []span, at time.Time) []span {
+	n := len(spans)
+	switch {
+	case n == 0 || !spans[n-1].to.IsZero():
+		return spans
+	case !spans[n-1].from.Before(at):
+		return spans[:n-1]
 	}
+	spans[n-1].to = at
+	return spans
+}
+
+// netFaultFrom opens a network fault of one replica and returns its index
+// for netFaultTo.
+func (t *timeline) netFaultFrom(name string, at time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.netFault[name] = append(t.netFault[name], span{from: at})
+	return len(t.netFault[name]) - 1
+}
+
+func (t *timeline) netFaultTo(name string, i int, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.netFault[name][i].to = at
 }
 
 // dbFaultFrom opens a database-side fault and returns its index for dbFaultTo.
@@ -80,32 +111,41 @@ func (t *timeline) closeAll(at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for name, spans := range t.working {
-		if n := len(spans); n > 0 && spans[n-1].to.IsZero() {
-			spans[n-1].to = at
-		}
-		t.working[name] = spans
+		t.working[name] = closeOpen(spans, at)
 	}
 	for i := range t.dbFault {
 		if t.dbFault[i].to.IsZero() {
 			t.dbFault[i].to = at
 		}
 	}
+	for _, spans := range t.netFault {
+		for i := range spans {
+			if spans[i].to.IsZero() {
+				spans[i].to = at
+			}
+		}
+	}
 }
 
 // coverage is the frozen timeline the audit judges slots with.
 type coverage struct {
-	working map[string][]span
-	dbFault []span
-	margin  time.Duration // kept clear around a stretch of work
-	need    time.Duration // the stretch of work that guarantees a producer tick
+	working  map[string][]span
+	dbFault  []span
+	netFault map[string][]span
+	margin   time.Duration // kept clear around a stretch of work
+	need     time.Duration // the stretch of work that guarantees a producer tick
 }
 
 func (t *timeline) coverage(margin, need time.Duration) coverage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := coverage{working: map[string][]span{}, margin: margin, need: need, dbFault: append([]span(nil), t.dbFault...)}
+	c := coverage{working: map[string][]span{}, netFault: map[string][]span{}, margin: margin, need: need,
+		dbFault: append([]span(nil), t.dbFault...)}
 	for name, spans := range t.working {
 		c.working[name] = append([]span(nil), spans...)
+	}
+	for name, spans := range t.netFault {
+		c.netFault[name] = append([]span(nil), spans...)
 	}
 	return c
 }
@@ -181,10 +221,11 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
-// dbFaultsDuring counts database-side faults that began within [from, to].
-func (c coverage) dbFaultsDuring(from, to time.Time) int {
+// faultsDuring counts the database faults a replica met within [from, to]:
+// whole-cluster faults and its own network faults that began in it.
+func (c coverage) faultsDuring(name string, from, to time.Time) int {
 	n := 0
-	for _, f := range c.dbFault {
+	for _, f := range append(slices.Clone(c.dbFault), c.netFault[name]...) {
 		if !f.from.Before(from) && !f.from.After(to) {
 			n++
 		}
@@ -205,6 +246,11 @@ func (t *timeline) dump(w io.Writer) {
 	for _, name := range names {
 		for _, s := range t.working[name] {
 			fmt.Fprintf(w, "working %s %s - %s\n", name, s.from.Format(layout), s.to.Format(layout))
+		}
+	}
+	for _, name := range names {
+		for _, s := range t.netFault[name] {
+			fmt.Fprintf(w, "net-fault %s %s - %s (without recovery grace)\n", name, s.from.Format(layout), s.to.Format(layout))
 		}
 	}
 	for _, s := range t.dbFault {
