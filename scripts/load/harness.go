@@ -138,6 +138,16 @@ func (h *harness) run(ctx context.Context) (*report, error) {
 	if err := h.progress(ctx, o.Duration); err != nil {
 		return nil, err
 	}
+	// The window's last segment ends with the window, when progress has
+	// already returned: measure it here.
+	if o.Segment > 0 {
+		if seg, err := h.measureSegment(ctx, h.segmentFrom); err != nil {
+			h.logf("segment: %v", err)
+		} else if seg.to.Sub(seg.from) > o.Segment/2 {
+			h.soak = append(h.soak, seg)
+			h.logf("segment %d: %s", len(h.soak), seg.line())
+		}
+	}
 	h.segments = nil
 	after, err := h.snapshot(ctx)
 	if err != nil {
