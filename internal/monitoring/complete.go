@@ -230,7 +230,6 @@ func completeRound(ctx context.Context, tx pgx.Tx, ps []CompleteParams, round []
 		return fmt.Errorf("mark jobs done: %w", err)
 	}
 	var changes []alertChange
-	changed := map[int64]int{} // job id → position in ps, for the alerts written
 	for _, w := range ws {
 		i := index[w.jobID]
 		p := ps[i]
@@ -248,14 +247,13 @@ func completeRound(ctx context.Context, tx pgx.Tx, ps []CompleteParams, round []
 		out[i].HeldBack = next.heldBack
 		if next.state != w.st.alertState {
 			changes = append(changes, alertChange{serviceID: w.serviceID, jobID: p.JobID, slot: w.slot, st: w.st, next: next})
-			changed[p.JobID] = i
 		}
 	}
 	if err := recordAlerts(ctx, tx, changes); err != nil {
 		return err
 	}
 	for _, c := range changes {
-		out[changed[c.jobID]].Alert = c.next.event
+		out[index[c.jobID]].Alert = c.next.event
 	}
 	return nil
 }

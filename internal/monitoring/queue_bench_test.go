@@ -106,6 +106,19 @@ func BenchmarkClaim(b *testing.B) {
 	}
 }
 
+// claimAll claims n due jobs with a lease that outlasts the benchmark.
+func claimAll(b *testing.B, store *monitoring.Store, n int) []monitoring.Job {
+	b.Helper()
+	var jobs []monitoring.Job
+	for len(jobs) < n {
+		got, err := store.Claim(context.Background(), monitoring.ClaimParams{Instance: "bench", Limit: 1000, Lease: 10 * time.Minute})
+		require.NoError(b, err)
+		require.NotEmpty(b, got)
+		jobs = append(jobs, got...)
+	}
+	return jobs
+}
+
 // BenchmarkComplete completes claimed jobs, one transaction each, from 1 or
 // 16 goroutines; one op is one completion.
 func BenchmarkComplete(b *testing.B) {
@@ -116,13 +129,7 @@ func BenchmarkComplete(b *testing.B) {
 			seedServices(b, pool, b.N, false)
 			seedDueJobs(b, pool, b.N, b.N)
 			store := monitoring.NewStore(pool)
-			var jobs []monitoring.Job
-			for len(jobs) < b.N {
-				got, err := store.Claim(ctx, monitoring.ClaimParams{Instance: "bench", Limit: 1000, Lease: 10 * time.Minute})
-				require.NoError(b, err)
-				require.NotEmpty(b, got)
-				jobs = append(jobs, got...)
-			}
+			jobs := claimAll(b, store, b.N)
 			next := make(chan monitoring.Job, len(jobs))
 			for _, j := range jobs {
 				next <- j
@@ -224,17 +231,12 @@ func BenchmarkCompleteBatch(b *testing.B) {
 			seedDueJobs(b, pool, b.N, b.N)
 			store := monitoring.NewStore(pool)
 			var ps []monitoring.CompleteParams
-			for len(ps) < b.N {
-				got, err := store.Claim(ctx, monitoring.ClaimParams{Instance: "bench", Limit: 1000, Lease: 10 * time.Minute})
-				require.NoError(b, err)
-				require.NotEmpty(b, got)
-				for _, j := range got {
-					ps = append(ps, monitoring.CompleteParams{
-						JobID: j.ID, Token: j.Token, ServiceID: j.ServiceID, Slot: j.Slot, Instance: "bench",
-						Result:           monitoring.ProbeResult{Status: "UP", Latency: time.Millisecond, HTTPStatus: 200},
-						FailureThreshold: 1, SuccessThreshold: 1,
-					})
-				}
+			for _, j := range claimAll(b, store, b.N) {
+				ps = append(ps, monitoring.CompleteParams{
+					JobID: j.ID, Token: j.Token, ServiceID: j.ServiceID, Slot: j.Slot, Instance: "bench",
+					Result:           monitoring.ProbeResult{Status: "UP", Latency: time.Millisecond, HTTPStatus: 200},
+					FailureThreshold: 1, SuccessThreshold: 1,
+				})
 			}
 			b.ResetTimer()
 			for start := 0; start < len(ps); start += batch {

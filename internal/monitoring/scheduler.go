@@ -83,7 +83,7 @@ func NewScheduler(store *Store, prober Prober, cfg SchedulerConfig, metrics *Met
 	return &Scheduler{
 		store: store, prober: prober, cfg: cfg, metrics: metrics, log: log,
 		outage:  &outageLog{log: log},
-		results: newCompleter(store, max(cfg.Workers, 1)),
+		results: newCompleter(store, cfg.Workers),
 		wake:    make(chan struct{}, 1),
 	}
 }

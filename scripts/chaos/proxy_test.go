@@ -84,7 +84,13 @@ func TestProxyCutEndsByItself(t *testing.T) {
 	}
 	defer p.close()
 	p.cut(200 * time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for refusing, _ := p.refusing(); refusing; refusing, _ = p.refusing() {
+		if time.Now().After(deadline) {
+			t.Fatal("the refusal did not end by itself")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := roundTrip(dialProxy(t, p)); err != nil {
 		t.Errorf("after the refusal ended: %v", err)
 	}

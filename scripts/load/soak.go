@@ -53,14 +53,19 @@ FROM pg_stat_user_tables WHERE relname = 'monitoring_job'`).Scan(&s.live, &s.dea
 	return s, nil
 }
 
-func (s segment) line() string {
+// rssMiB is the replicas' RSS in MiB, slash-separated.
+func (s segment) rssMiB() string {
 	var rss []string
 	for _, v := range s.rss {
 		rss = append(rss, fmt.Sprintf("%.0f", float64(v)/(1<<20)))
 	}
+	return strings.Join(rss, "/")
+}
+
+func (s segment) line() string {
 	return fmt.Sprintf("%6.0f checks/s  lag p50 %.3fs p99 %.3fs  due→claimed p99 %.3fs  job live/dead %d/%d  autovacuums %d  job table %.0f MiB  RSS MiB %s  load %s",
 		float64(s.checks)/s.to.Sub(s.from).Seconds(), s.lagP50, s.lagP99, s.pickupP99, s.live, s.dead, s.autovacuums,
-		float64(s.jobBytes)/(1<<20), strings.Join(rss, "/"), s.loadAvg)
+		float64(s.jobBytes)/(1<<20), s.rssMiB(), s.loadAvg)
 }
 
 // printSoak prints every segment and how the last compares with the first.
@@ -72,13 +77,9 @@ func printSoak(w io.Writer, segs []segment) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  segment\tchecks/s\tlag p50\tlag p99\tdue→claimed p99\tjob live\tjob dead\tautovacuums\tjob MiB\tRSS MiB\tload\t")
 	for i, s := range segs {
-		var rss []string
-		for _, v := range s.rss {
-			rss = append(rss, fmt.Sprintf("%.0f", float64(v)/(1<<20)))
-		}
 		fmt.Fprintf(tw, "  %d\t%.0f\t%.3fs\t%.3fs\t%.3fs\t%d\t%d\t%d\t%.0f\t%s\t%s\t\n", i+1,
 			float64(s.checks)/s.to.Sub(s.from).Seconds(), s.lagP50, s.lagP99, s.pickupP99, s.live, s.dead,
-			s.autovacuums, float64(s.jobBytes)/(1<<20), strings.Join(rss, "/"), s.loadAvg)
+			s.autovacuums, float64(s.jobBytes)/(1<<20), s.rssMiB(), s.loadAvg)
 	}
 	tw.Flush()
 	first, last := segs[0], segs[len(segs)-1]
